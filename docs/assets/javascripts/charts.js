@@ -1,0 +1,17 @@
+// Draw every claim chart on the page. Figures are JSON built from data/ at build time.
+function drawClaimCharts() {
+  if (typeof Plotly === "undefined") return;
+  document.querySelectorAll("script[data-chart-for]").forEach(function (node) {
+    var div = document.getElementById(node.getAttribute("data-chart-for"));
+    if (!div || div.dataset.drawn) return;
+    var fig = JSON.parse(node.textContent);
+    Plotly.newPlot(div, fig.data, fig.layout, { responsive: true, displaylogo: false });
+    div.dataset.drawn = "1";
+  });
+}
+// Material's instant navigation swaps pages without a reload; document$ tells us when.
+if (typeof document$ !== "undefined") {
+  document$.subscribe(drawClaimCharts);
+} else {
+  document.addEventListener("DOMContentLoaded", drawClaimCharts);
+}

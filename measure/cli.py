@@ -1,0 +1,100 @@
+"""``python -m measure`` — run experiments, list them, check claims."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from measure.schema import SchemaError, UnknownName
+
+
+def cmd_run(args) -> int:
+    from measure.experiment import experiments, get, runnable
+    from measure.harness import profiles, runner
+
+    names = args.experiments or runnable()
+    for name in names:
+        if get(name).pending:
+            print(f"error: experiment {name!r} only declares its datasets so far ({get(name).pending})", file=sys.stderr)
+            return 2
+    skipped = [n for n in experiments() if n not in names and not args.experiments]
+    if skipped:
+        print(f"not run (datasets declared, runner pending): {', '.join(skipped)}", file=sys.stderr)
+    profile = profiles.pick(args.profile)
+    opts = runner.RunOptions(
+        experiments=names, profile=profile, env_name=args.env, data_root=args.data_root, resume=args.resume,
+        fresh=args.fresh, dry_run=args.dry_run, base_url=args.base_url, api_key=args.api_key, weights=args.weights,
+        vllm_python=args.vllm_python,
+    )
+    runner.run(opts)
+    return 0
+
+
+def cmd_list(args) -> int:
+    from measure.experiment import experiments
+
+    for name, cls in experiments().items():
+        print(f"{name:14} {cls.title['en']}" + (f"  [pending: {cls.pending}]" if cls.pending else ""))
+        for schema in cls.datasets:
+            print(f"  {schema.name}")
+    return 0
+
+
+def cmd_claims(args) -> int:
+    from measure.site.scan import keys_by_page_pair, make_store, open_claims, scan_pages
+
+    store = make_store(args.data_root)
+    store.validate_all()
+    claims = scan_pages(store=store)
+    rows = open_claims(claims) if not args.all else claims
+    width = max((len(c.page) for c in rows), default=4)
+    for c in rows:
+        print(f"{c.page:{width}}  {c.status:13}  {c.key}  {c.detail}")
+    print(f"{len(claims)} claims, {len(open_claims(claims))} open (未实测/未确认)")
+    mismatched = {b: v for b, v in keys_by_page_pair(claims).items() if len({frozenset(s) for s in v.values()}) > 1}
+    for base, langs in mismatched.items():
+        print(f"error: {base}: zh and en carry different claims: "
+              f"only zh {sorted(langs.get('zh', set()) - langs.get('en', set()))}, "
+              f"only en {sorted(langs.get('en', set()) - langs.get('zh', set()))}", file=sys.stderr)
+    return 1 if mismatched else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="measure", description=__doc__)
+    parser.add_argument("--data-root", type=Path, default=None, help="data folder (default: $MEASURE_DATA_ROOT or ./data)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run experiments against a vLLM it starts (or attaches to)")
+    run.add_argument("experiments", nargs="*", help="experiment names (default: all)")
+    run.add_argument("--profile", choices=("cpu", "gpu"), help="default: gpu if nvidia-smi sees one, else cpu")
+    run.add_argument("--env", help="environment folder name under data/ (default: from the hardware)")
+    run.add_argument("--resume", action="store_true", help="continue an interrupted run from its staged rows")
+    run.add_argument("--fresh", action="store_true", help="discard rows an interrupted run left in staging")
+    run.add_argument("--dry-run", action="store_true", help="print the plan (servers, requests, time) and stop")
+    run.add_argument("--base-url", help="attach to a running server instead of starting one, e.g. http://host:8000")
+    run.add_argument("--api-key", help="API key of the attached server")
+    run.add_argument("--weights", choices=("real", "dummy", "unknown"), default="unknown",
+                     help="attach mode: declare the attached server's weights")
+    run.add_argument("--vllm-python", default=os.environ.get("MEASURE_VLLM_PYTHON") or sys.executable,
+                     help="Python interpreter that has vLLM installed (default: this one)")
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser("list", help="list experiments and their datasets")
+    lst.set_defaults(func=cmd_list)
+
+    claims = sub.add_parser("claims", help="print every 未实测/未确认 claim; non-zero on unknown names")
+    claims.add_argument("--all", action="store_true", help="print every claim, not only open ones")
+    claims.set_defaults(func=cmd_claims)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UnknownName, SchemaError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""What an experiment is, and the registry that finds them.
+
+One experiment = one module under ``measure/experiments/`` that subclasses :class:`Experiment`,
+declares its server configurations and dataset schemas, and implements ``run(ctx)``.
+Decorate it with :func:`register`; the registry imports every module of that package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from measure.schema import Column, DatasetSchema, UnknownName
+
+if TYPE_CHECKING:
+    from measure.harness.context import RunContext
+    from measure.harness.profiles import Profile
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One vLLM server configuration. Experiments whose specs are equal share one server start."""
+
+    model_role: str  # a key of Profile.models, e.g. "embedding"
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    label: str = ""
+
+    @property
+    def key(self) -> tuple:
+        return (self.model_role, self.args, self.env)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a dry-run plan: what will be sent and roughly how long it takes."""
+
+    server: ServerSpec
+    what: str
+    requests: int
+    seconds: float
+
+
+class Experiment:
+    name: ClassVar[str]
+    title: ClassVar[dict[str, str]]
+    datasets: ClassVar[tuple[DatasetSchema, ...]]
+    # Non-empty while only the datasets are declared (pages can cite them; nothing runs yet).
+    pending: ClassVar[str] = ""
+
+    def plan(self, profile: Profile) -> list[Step]:
+        raise NotImplementedError
+
+    def run(self, ctx: RunContext) -> None:
+        raise NotImplementedError
+
+    def servers(self, profile: Profile) -> list[ServerSpec]:
+        seen: dict[tuple, ServerSpec] = {}
+        for step in self.plan(profile):
+            seen.setdefault(step.server.key, step.server)
+        return list(seen.values())
+
+
+_REGISTRY: dict[str, type[Experiment]] = {}
+
+
+def register(cls: type[Experiment]) -> type[Experiment]:
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"two experiments are named {cls.name!r}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_all() -> None:
+    import measure.experiments as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+def experiments() -> dict[str, type[Experiment]]:
+    _load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get(name: str) -> type[Experiment]:
+    found = experiments()
+    if name not in found:
+        raise UnknownName(f"unknown experiment {name!r}; known: {', '.join(found)}")
+    return found[name]
+
+
+def runnable() -> list[str]:
+    return [name for name, cls in experiments().items() if not cls.pending]
+
+
+# The harness writes this dataset for every server it starts: the facts vLLM prints at start-up.
+STARTUP = DatasetSchema(
+    name="servers.startup",
+    title={"zh": "服务器启动日志中的事实", "en": "Facts from server start-up logs"},
+    key=("server",),
+    columns=(
+        Column("server", "str", doc="server configuration label"),
+        Column("model", "str"),
+        Column("weights", "str", doc="real | dummy"),
+        Column("kv_cache_tokens", "int", "tokens", "GPU/CPU KV cache size", nullable=True),
+        Column("max_concurrency", "float", "×", "Maximum concurrency for max_concurrency_tokens", nullable=True),
+        Column("max_concurrency_tokens", "int", "tokens", "tokens per request of that line", nullable=True),
+        Column("kv_cache_gib", "float", "GiB", "memory given to the KV cache", nullable=True),
+        Column("model_load_gib", "float", "GiB", "memory taken by the weights", nullable=True),
+        Column("encoder_cache_budget_tokens", "int", "tokens", nullable=True),
+        Column("startup_s", "float", "s", "launch to /health ready", nullable=True),
+    ),
+)
+
+
+def all_schemas() -> dict[str, DatasetSchema]:
+    schemas: dict[str, DatasetSchema] = {STARTUP.name: STARTUP}
+    for cls in experiments().values():
+        for schema in cls.datasets:
+            if schema.name in schemas:
+                raise ValueError(f"dataset {schema.name!r} declared twice")
+            if schema.name.split(".")[0] != cls.name:
+                raise ValueError(f"experiment {cls.name!r} declares {schema.name!r}: prefix it with {cls.name}.")
+            schemas[schema.name] = schema
+    return schemas

@@ -1,0 +1,219 @@
+"""Pooling: embeddings and rerank served by the same engine (``--runner pooling``)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness.client import gather_limited, median
+from measure.models import CONFIGS
+from measure.schema import Column, DatasetSchema
+
+# Words for the random sentences: common English words, so every tokenizer splits them similarly.
+WORDS = (
+    "time year people way day man thing woman life child world school state family student group country "
+    "problem hand part place case week company system program question work government number night point "
+    "home water room mother area money story fact month lot right study book eye job word business issue "
+    "side kind head house service friend father power hour game line end member law car city community name "
+    "president team minute idea kid body information back parent face others level office door health person "
+    "art war history party result change morning reason research girl guy moment air teacher force education"
+).split()
+SEED = 20261027
+
+THROUGHPUT = DatasetSchema(
+    name="pooling.embedding_throughput",
+    title={"zh": "嵌入吞吐量与批大小", "en": "Embedding throughput vs batch size"},
+    key=("model", "batch_size", "encoding_format"),
+    columns=(
+        Column("model", "str"),
+        Column("weights", "str", doc="real | dummy"),
+        Column("batch_size", "int", "inputs", "inputs in one /v1/embeddings request"),
+        Column("encoding_format", "str", doc="float | base64"),
+        Column("tokens_per_input", "float", "tokens", "mean prompt tokens per input (usage)", nullable=True),
+        Column("tokens_per_s", "float", "tok/s", "prompt tokens / request latency, median over repeats"),
+        Column("latency_ms", "float", "ms", "median request latency", nullable=True),
+        Column("repeats", "int", "", "timed repeats (warm-up excluded)", nullable=True),
+        Column("warmup", "int", "", "untimed warm-up requests", nullable=True),
+        Column("client_cpu_share", "float", "", "client CPU seconds / wall seconds", nullable=True),
+    ),
+)
+PREFILL = DatasetSchema(
+    name="pooling.prefill_comparison",
+    title={"zh": "同样的 token：池化 vs 生成模型的 prefill", "en": "The same tokens: pooling vs a generative prefill"},
+    key=("path",),
+    columns=(
+        Column("path", "str", doc="embeddings | prefill (completions, max_tokens=1)"),
+        Column("model", "str"),
+        Column("batch_size", "int", "inputs", nullable=True),
+        Column("tokens_per_s", "float", "tok/s"),
+    ),
+)
+RERANK = DatasetSchema(
+    name="pooling.rerank_latency",
+    title={"zh": "重排延迟与文档数", "en": "Rerank latency vs document count"},
+    key=("model", "route", "documents"),
+    columns=(
+        Column("model", "str"),
+        Column("route", "str", doc="/rerank | /score"),
+        Column("documents", "int", "docs"),
+        Column("latency_ms", "float", "ms", "median over repeats"),
+        Column("prompt_tokens", "int", "tokens", nullable=True),
+    ),
+)
+RERANK_QUALITY = DatasetSchema(
+    name="pooling.rerank_quality",
+    title={"zh": "重排结果（仅真实权重）", "en": "Rerank ordering (real weights only)"},
+    key=("model", "documents"),
+    needs_real_weights=True,
+    columns=(
+        Column("model", "str"),
+        Column("documents", "int", "docs"),
+        Column("top_document_kind", "str"),
+        Column("top_score", "float", "", "relevance score of the top document"),
+    ),
+)
+
+QUERY = "How does an inference engine reuse a shared prompt prefix?"
+DOC_KINDS = {
+    "prefix-cache": "The engine hashes each block of prompt tokens and reuses cached KV blocks when a new request starts with the same prefix.",
+    "kv-cache": "Key and value tensors of past tokens are kept in GPU memory so decoding does not recompute attention over the whole prompt.",
+    "tokenizer": "A tokenizer splits text into subword pieces and maps each piece to an integer id.",
+    "scheduling": "Continuous batching adds new requests to the running batch at every decoding step.",
+    "cooking": "Simmer the onions slowly in butter until they turn golden and sweet.",
+    "weather": "Tomorrow will be windy along the coast with showers in the afternoon.",
+}
+
+
+def sentences(count: int, words: int, seed: int = SEED) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(words)) + "." for _ in range(count)]
+
+
+def documents(count: int) -> list[tuple[str, str]]:
+    kinds = list(DOC_KINDS.items())
+    return [kinds[i % len(kinds)] for i in range(count)]
+
+
+EMBED_ROLES = ("embedding", "embedding_real")
+POOLING = ("--runner", "pooling")
+RERANKER_ARGS = POOLING + (
+    "--hf-overrides",
+    '{"architectures":["Qwen3ForSequenceClassification"],"classifier_from_token":["no","yes"],"is_original_qwen3_reranker":true}',
+    "--chat-template",
+    str(CONFIGS / "Qwen3-Reranker-0.6B" / "vllm" / "qwen3_reranker.jinja"),
+)
+
+
+@register
+class Pooling(Experiment):
+    name = "pooling"
+    title = {"zh": "池化：嵌入与重排", "en": "Pooling: embeddings and rerank"}
+    datasets = (THROUGHPUT, PREFILL, RERANK, RERANK_QUALITY)
+
+    def specs(self):
+        embed = {role: ServerSpec(role, POOLING, label=f"pooling-{role}") for role in EMBED_ROLES}
+        chat = ServerSpec("chat", (), label="generate")
+        rerank = ServerSpec("reranker", RERANKER_ARGS, label="rerank")
+        return embed, chat, rerank
+
+    def plan(self, profile):
+        embed, chat, rerank = self.specs()
+        sizes = profile.sizes
+        per_batch = sizes["repeats"] + sizes["warmup"]
+        steps = [
+            Step(embed[role], f"/v1/embeddings batch {b} × {fmt}", per_batch, 0.02 * b * per_batch)
+            for role in EMBED_ROLES for fmt in ("float", "base64") for b in sizes["embedding_batches"]
+        ]
+        steps.append(Step(chat, f"/v1/completions prefill, batch {max(sizes['embedding_batches'])}", per_batch, 10))
+        steps += [Step(rerank, f"{route} 1 query × {n} docs", per_batch, 0.05 * n * per_batch)
+                  for route in ("/rerank", "/score") for n in self.doc_counts(profile)]
+        return steps
+
+    @staticmethod
+    def doc_counts(profile) -> tuple[int, ...]:
+        return (4, 8, 16, 32)
+
+    def run(self, ctx):
+        embed, chat, rerank = self.specs()
+        sizes = ctx.sizes
+        biggest = max(sizes["embedding_batches"])
+        texts = sentences(biggest, sizes["words_per_sentence"])
+        for role in EMBED_ROLES:
+            model = ctx.model(role)
+            points = [(fmt, b) for fmt in ("float", "base64") for b in sizes["embedding_batches"]
+                      if not ctx.done(THROUGHPUT, model=model.name, batch_size=b, encoding_format=fmt)]
+            needs_prefill_row = role == "embedding" and not ctx.done(PREFILL, path="embeddings")
+            if not points and not needs_prefill_row:
+                continue  # a resumed run already has these rows: no server start
+            client = ctx.client(ctx.server(embed[role]))
+            with ctx.progress() as bar:
+                task = bar.add_task(f"embeddings {model.name}", total=len(points))
+                for fmt, batch in points:
+                    ctx.record(THROUGHPUT, self.embed_point(ctx, client, model, texts[:batch], fmt, sizes))
+                    bar.advance(task)
+            if needs_prefill_row:
+                row = self.embed_point(ctx, client, model, texts[:biggest], "float", sizes)
+                ctx.record(PREFILL, {"path": "embeddings", "model": model.name, "batch_size": biggest,
+                                     "tokens_per_s": row["tokens_per_s"]})
+        if not ctx.done(PREFILL, path="prefill"):
+            server = ctx.server(chat)
+            client = ctx.client(server)
+            results = self.repeat(ctx, lambda: client.completion(texts[:biggest], max_tokens=1))
+            rates = [r.prompt_tokens / r.e2e_s for r in results]
+            ctx.record(PREFILL, {"path": "prefill", "model": ctx.model("chat").name, "batch_size": biggest,
+                                 "tokens_per_s": statistics.median(rates)})
+        self.run_rerank(ctx, rerank)
+
+    @staticmethod
+    def repeat(ctx, factory):
+        """Warm-up requests (not timed), then timed repeats; raises if any request failed."""
+        sizes = ctx.sizes
+        batch = ctx.run(gather_limited([factory] * (sizes["warmup"] + sizes["repeats"]), concurrency=1))
+        if batch.errors:
+            raise RuntimeError(f"requests failed: {batch.errors[:3]}")
+        return batch.results[sizes["warmup"]:]
+
+    def embed_point(self, ctx, client, model, inputs, fmt, sizes) -> dict:
+        batch = ctx.run(gather_limited([lambda: client.embed(inputs, fmt)] * (sizes["warmup"] + sizes["repeats"]), 1))
+        if batch.errors:
+            raise RuntimeError(f"/v1/embeddings failed: {batch.errors[:3]}")
+        timed = batch.results[sizes["warmup"]:]
+        return {
+            "model": model.name,
+            "weights": model.weights,
+            "batch_size": len(inputs),
+            "encoding_format": fmt,
+            "tokens_per_input": timed[0].prompt_tokens / len(inputs),
+            "tokens_per_s": median(r.prompt_tokens / r.e2e_s for r in timed),
+            "latency_ms": median(r.e2e_s for r in timed) * 1000,
+            "repeats": len(timed),
+            "warmup": sizes["warmup"],
+            "client_cpu_share": batch.client_cpu_s / batch.wall_s,
+        }
+
+    def run_rerank(self, ctx, spec):
+        model = ctx.model("reranker")
+        points = [(route, n) for route in ("/rerank", "/score") for n in self.doc_counts(ctx.profile)
+                  if not ctx.done(RERANK, model=model.name, route=route, documents=n)]
+        if not points:
+            return
+        client = ctx.client(ctx.server(spec))
+        for route, n in points:
+            docs = documents(n)
+            body = ({"model": model.name, "query": QUERY, "documents": [d for _, d in docs]} if route == "/rerank"
+                    else {"model": model.name, "queries": QUERY, "documents": [d for _, d in docs]})
+            answers = [ctx.run(client.post(route, body)) for _ in range(ctx.sizes["warmup"] + ctx.sizes["repeats"])]
+            status, payload, _ = answers[-1]
+            if status != 200:
+                raise RuntimeError(f"{route} answered {status}: {str(payload)[:300]}")
+            timed = answers[ctx.sizes["warmup"]:]
+            usage = payload.get("usage", {}) if isinstance(payload, dict) else {}
+            ctx.record(RERANK, {"model": model.name, "route": route, "documents": n,
+                                "latency_ms": median(a[2] for a in timed) * 1000,
+                                "prompt_tokens": usage.get("prompt_tokens") or usage.get("total_tokens")})
+            if route == "/rerank" and model.weights == "real" and not ctx.done(RERANK_QUALITY, model=model.name, documents=n):
+                top = max(payload["results"], key=lambda r: r["relevance_score"])
+                ctx.record(RERANK_QUALITY, {"model": model.name, "documents": n,
+                                            "top_document_kind": docs[top["index"]][0],
+                                            "top_score": top["relevance_score"]})

@@ -1,0 +1,160 @@
+"""The load client: the ``openai`` SDK against the server's OpenAI-compatible API.
+
+First-token rule (stated on the site): TTFT is the time from sending the request to the first
+streamed chunk whose delta carries content or reasoning text. Chunks with only a role, only usage,
+or empty text do not count. ITL is the gap between later such chunks.
+
+Client CPU time is recorded with every batch of requests, so a saturated client is never mistaken
+for the server's limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from openai import AsyncOpenAI
+
+
+@dataclass
+class RequestResult:
+    ok: bool
+    e2e_s: float
+    ttft_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    text: str = ""
+    error: str = ""
+
+
+@dataclass
+class BatchResult:
+    results: list[RequestResult]
+    wall_s: float
+    client_cpu_s: float
+
+    @property
+    def ok(self) -> list[RequestResult]:
+        return [r for r in self.results if r.ok]
+
+    @property
+    def errors(self) -> list[str]:
+        return [r.error for r in self.results if not r.ok]
+
+
+def median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _delta_text(chunk) -> str:
+    if not chunk.choices:
+        return ""
+    delta = chunk.choices[0].delta
+    text = delta.content or ""
+    # vLLM streams reasoning as `reasoning` (newer) or `reasoning_content` (older); both count.
+    for attr in ("reasoning", "reasoning_content"):
+        text += getattr(delta, attr, None) or (delta.model_extra or {}).get(attr) or ""
+    return text
+
+
+class Client:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 600.0):
+        self.model = model
+        # One event loop per experiment (RunContext.run) keeps this async client valid across calls.
+        self.openai = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0)
+
+    async def chat_stream(self, messages: list[dict], max_tokens: int = 16, **extra) -> RequestResult:
+        start = time.perf_counter()
+        first = last = None
+        itl: list[float] = []
+        pieces: list[str] = []
+        usage = None
+        try:
+            stream = await self.openai.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                max_tokens=max_tokens,
+                temperature=0.0,
+                stream=True,
+                stream_options={"include_usage": True},
+                **extra,
+            )
+            async for chunk in stream:
+                now = time.perf_counter()
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                text = _delta_text(chunk)
+                if not text:
+                    continue
+                pieces.append(text)
+                if first is None:
+                    first = now
+                else:
+                    itl.append(now - last)
+                last = now
+        except Exception as exc:  # the server's answer is data here (e.g. a 400 for a bad image)
+            return RequestResult(False, time.perf_counter() - start, error=_error_text(exc))
+        return RequestResult(
+            True,
+            time.perf_counter() - start,
+            ttft_s=None if first is None else first - start,
+            itl_s=itl,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            text="".join(pieces),
+        )
+
+    async def completion(self, prompt, max_tokens: int = 1) -> RequestResult:
+        start = time.perf_counter()
+        try:
+            out = await self.openai.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens, temperature=0.0)
+        except Exception as exc:
+            return RequestResult(False, time.perf_counter() - start, error=_error_text(exc))
+        return RequestResult(True, time.perf_counter() - start, prompt_tokens=out.usage.prompt_tokens,
+                             completion_tokens=out.usage.completion_tokens)
+
+    async def embed(self, inputs: list[str], encoding_format: str = "float") -> RequestResult:
+        start = time.perf_counter()
+        try:
+            out = await self.openai.embeddings.create(model=self.model, input=inputs, encoding_format=encoding_format)
+        except Exception as exc:
+            return RequestResult(False, time.perf_counter() - start, error=_error_text(exc))
+        return RequestResult(True, time.perf_counter() - start, prompt_tokens=out.usage.prompt_tokens)
+
+    async def post(self, path: str, body: dict) -> tuple[int, dict | str, float]:
+        """A raw POST to a route outside the SDK (``/rerank``, ``/score``…): status, JSON or text, seconds."""
+        start = time.perf_counter()
+        response = await self.openai._client.post(str(self.openai.base_url).rstrip("/").removesuffix("/v1") + path,
+                                                  json=body, headers={"Authorization": f"Bearer {self.openai.api_key}"})
+        elapsed = time.perf_counter() - start
+        try:
+            return response.status_code, response.json(), elapsed
+        except ValueError:
+            return response.status_code, response.text, elapsed
+
+    async def close(self) -> None:
+        await self.openai.close()
+
+
+def _error_text(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    return f"{status or type(exc).__name__}: {message or exc}"[:500]
+
+
+async def gather_limited(factories, concurrency: int) -> BatchResult:
+    """Run request coroutines (given as zero-argument factories) with at most ``concurrency`` in flight."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(factory):
+        async with semaphore:
+            return await factory()
+
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    results = await asyncio.gather(*(one(f) for f in factories))
+    return BatchResult(list(results), time.perf_counter() - wall0, time.process_time() - cpu0)

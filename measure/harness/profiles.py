@@ -1,0 +1,104 @@
+"""Profiles: which vLLM, which models and how much work, picked by what the machine has."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+# Environment every vLLM the harness starts gets. NVLink multicast stays off on shared GPU hosts.
+COMMON_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    models: dict[str, str]  # role -> model spec (see measure.models.resolve)
+    server_args: tuple[str, ...]  # added to every server of this profile
+    env: dict[str, str]
+    sizes: dict = field(default_factory=dict)  # workload sizes experiments read
+    startup_timeout_s: float = 600.0
+
+
+CPU = Profile(
+    name="cpu",
+    models={
+        "chat": "tiny:Qwen3-0.6B",
+        "embedding": "tiny:Qwen3-Embedding-0.6B",
+        "embedding_real": "pypi:all-MiniLM-L6-v2",
+        "reranker": "tiny:Qwen3-Reranker-0.6B",
+        "vl": "tiny:Qwen3-VL-2B-Instruct",
+    },
+    # bf16: fp16 is ~8x slower on this backend; eager: ~24 s starts instead of 40-57 s.
+    server_args=("--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "64"),
+    env={"VLLM_CPU_KVCACHE_SPACE": "2"},
+    sizes={
+        "embedding_batches": (1, 4, 16, 64),
+        "words_per_sentence": 120,
+        "repeats": 3,
+        "warmup": 1,
+    },
+    startup_timeout_s=420.0,
+)
+
+GPU = Profile(
+    name="gpu",
+    models={
+        "chat": "dummy:Qwen3-0.6B",
+        "embedding": "dummy:Qwen3-Embedding-0.6B",
+        "embedding_real": "pypi:all-MiniLM-L6-v2",
+        "reranker": "dummy:Qwen3-Reranker-0.6B",
+        "vl": "dummy:Qwen3-VL-2B-Instruct",
+    },
+    server_args=("--dtype", "bfloat16"),
+    env={},
+    sizes={
+        "embedding_batches": (1, 4, 16, 64, 256, 1024),
+        "words_per_sentence": 120,
+        "repeats": 5,
+        "warmup": 1,
+    },
+    startup_timeout_s=900.0,
+)
+
+PROFILES = {p.name: p for p in (CPU, GPU)}
+
+
+def cpu_thread_bind() -> str:
+    """Bind vLLM's OpenMP threads to every core we have (its default uses one)."""
+    import os
+
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    return f"{cores[0]}-{cores[-1]}" if len(cores) > 1 else str(cores[0])
+
+
+def has_cuda_gpu() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pick(name: str | None = None) -> Profile:
+    if name:
+        if name not in PROFILES:
+            raise SystemExit(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+        return PROFILES[name]
+    return GPU if has_cuda_gpu() else CPU
+
+
+def server_env(profile: Profile) -> dict[str, str]:
+    env = dict(COMMON_ENV) | profile.env
+    if profile.name == "cpu":
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu_thread_bind())
+    return env

@@ -1,0 +1,126 @@
+"""Provenance is data: what machine, which software, which code produced a dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(cmd: list[str], timeout: float = 30) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def code_revision() -> str:
+    rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    return rev + ("+dirty" if dirty else "")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return None
+
+
+def gpus() -> list[dict]:
+    if not shutil.which("nvidia-smi"):
+        return []
+    out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"])
+    found = []
+    for line in out.splitlines():
+        name, mem, driver = (x.strip() for x in line.split(","))
+        found.append({"name": name, "memory_mib": int(float(mem)), "driver": driver})
+    return found
+
+
+def gpu_topology() -> str:
+    return _run(["nvidia-smi", "topo", "-m"]) if shutil.which("nvidia-smi") else ""
+
+
+def software(python: str = sys.executable) -> dict:
+    """Versions as the Python that runs vLLM sees them (it may differ from ours)."""
+    probe = (
+        "import json, platform\n"
+        "out = {'python': platform.python_version()}\n"
+        "for mod in ('vllm', 'torch', 'transformers'):\n"
+        "    try:\n"
+        "        m = __import__(mod); out[mod] = m.__version__\n"
+        "    except Exception as exc:\n"
+        "        out[mod] = None\n"
+        "try:\n"
+        "    import torch; out['cuda'] = torch.version.cuda\n"
+        "except Exception:\n"
+        "    out['cuda'] = None\n"
+        "print(json.dumps(out))\n"
+    )
+    text = _run([python, "-c", probe], timeout=120)
+    try:
+        return json.loads(text.splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"python": platform.python_version(), "vllm": None, "torch": None}
+
+
+def hardware() -> dict:
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "gpus": gpus(),
+        "gpu_topology": gpu_topology(),
+    }
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def default_env_name(profile: str, hw: dict) -> str:
+    """``gpu-1x-nvidia-h200`` or ``cpu-2c-x86-64``: one folder per kind of machine."""
+    if hw.get("gpus"):
+        names = {g["name"] for g in hw["gpus"]}
+        return f"{profile}-{len(hw['gpus'])}x-{slug(' '.join(sorted(names)))}"
+    return f"{profile}-{hw.get('cpu_count')}c-{slug(hw.get('machine', ''))}"
+
+
+def environment_label(hw: dict, sw: dict) -> dict[str, str]:
+    if hw.get("gpus"):
+        g = hw["gpus"][0]
+        what = f"{len(hw['gpus'])}× {g['name']}"
+    else:
+        what = f"CPU {hw.get('cpu_count')} cores"
+    vllm = sw.get("vllm") or "?"
+    return {"zh": f"本站实测：{what}，vLLM {vllm}", "en": f"Ours: {what}, vLLM {vllm}"}
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

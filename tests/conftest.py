@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def fixture_root(tmp_path) -> Path:
+    """A writable copy of the fixture data root (one measured, one cited environment)."""
+    root = tmp_path / "data"
+    shutil.copytree(FIXTURES / "data", root)
+    return root
+
+
+@pytest.fixture
+def store(fixture_root):
+    from measure.site.scan import make_store
+
+    return make_store(fixture_root)
+
+
+def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, check: bool = True, extra_env=None):
+    """Run a strict mkdocs build of the repo's site (or of ``docs_dir``) against ``data_root``."""
+    config = REPO / "mkdocs.yml"
+    if docs_dir is not None:
+        text = config.read_text()
+        text = text.replace("docs_dir: docs", f"docs_dir: {docs_dir}")
+        text = text.replace("  - measure/site/hooks.py", f"  - {REPO / 'measure/site/hooks.py'}")
+        text = text.replace("module_name: measure/site/macros", f"module_name: {REPO / 'measure/site/macros'}")
+        config = docs_dir.parent / "mkdocs.yml"
+        config.write_text(text)
+    env = os.environ | {"MEASURE_DATA_ROOT": str(data_root), "NO_MKDOCS_2_WARNING": "1"} | (extra_env or {})
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site_dir)],
+        cwd=REPO, env=env, capture_output=True, text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"mkdocs build failed:\n{result.stdout}\n{result.stderr}")
+    return result

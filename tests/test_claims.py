@@ -1,0 +1,87 @@
+import pytest
+
+from measure.schema import UnknownName
+from measure.site.claims import ClaimRenderer, format_number
+
+
+def render(store, lang="en"):
+    return ClaimRenderer(store, lang, f"page.{lang}.md", data_url="../data/")
+
+
+def test_measured_value_has_number_provenance_and_data_link(store):
+    r = render(store)
+    html = r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B",
+                   batch_size=4, encoding_format="float", digits=0)
+    assert "12,346 tok/s" in html
+    assert "claim-measured" in html and "vLLM 0.32.0" in html and "weights: dummy" in html
+    assert 'href="../data/fixture-cpu/pooling.embedding_throughput.csv"' in html
+    assert r.claims[-1].status == "measured"
+
+
+def test_cited_value_is_marked_cited(store):
+    r = render(store, "zh")
+    html = r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64)
+    assert "21,900 tok/s" in html and "claim-cited" in html and "引用" in html and "Fixture article" in html
+    assert r.claims[-1].status == "cited"
+
+
+def test_missing_row_or_environment_renders_not_measured(store):
+    r = render(store, "zh")
+    html = r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024, encoding_format="float",
+                   model="tiny-Qwen3-Embedding-0.6B")
+    assert "未实测" in html and "claim-not-measured" in html
+    html = render(store).value("pooling.prefill_comparison", "tokens_per_s", path="embeddings")
+    assert "Not measured" in html
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: r.value("pooling.embedding_troughput", "tokens_per_s"),
+    lambda r: r.value("pooling.embedding_throughput", "tokens_per_sec"),
+    lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", batchsize=4),
+    lambda r: r.table("pooling.embedding_throughput", columns=["nope"]),
+    lambda r: r.chart("pooling.embedding_throughput", x="batch_size", y="nope"),
+    lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", source="measurd"),
+])
+def test_typos_fail_loudly(store, call):
+    with pytest.raises(UnknownName):
+        call(render(store))
+
+
+def test_ambiguous_selector_fails(store):
+    with pytest.raises(UnknownName, match="matches 2 rows"):
+        render(store).value("pooling.embedding_throughput", "tokens_per_s", batch_size=4)
+
+
+def test_real_weights_only_dataset_ignores_dummy_rows(store):
+    r = render(store)
+    html = r.value("pooling.rerank_quality", "top_score", documents=32)
+    assert "Not measured" in html and "dummy" in html
+    assert "alert" not in r.table("pooling.rerank_quality")
+
+
+def test_table_escapes_csv_text_and_marks_cited_rows(store, fixture_root):
+    csv = fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv"
+    csv.write_text(csv.read_text().replace("tiny-Qwen3-Embedding-0.6B,dummy,1,float", "<b>x</b>&,dummy,1,float", 1))
+    html = render(store).table("pooling.embedding_throughput")
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;&amp;" in html
+    assert 'class="claim-cited-row"' in html and 'class="claim-measured-row"' in html
+
+
+def test_chart_is_stable_and_carries_every_environment(store):
+    a = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
+    b = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
+    assert a == b
+    assert "Fixture citation · not stated (cited)" in a and '"dash": "dash"' in a and "Test fixture: CPU · float" in a
+
+
+def test_unconfirmed_and_not_measured_badges(store):
+    r = render(store, "zh")
+    assert "未确认" in r.unconfirmed("k1", "原因未明")
+    assert "未实测" in r.not_measured("k2", "没有实验")
+    assert [c.status for c in r.claims] == ["unconfirmed", "not_measured"]
+
+
+def test_locale_formatting():
+    assert format_number(21900.0, "en", 0) == "21,900"
+    assert format_number(0.9934, "zh", 3) == "0.993"
+    assert format_number(9.82, "en") == "9.82"

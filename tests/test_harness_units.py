@@ -1,0 +1,59 @@
+"""Log parsing and metrics deltas on text recorded from real vLLM servers (tests/fixtures)."""
+
+from pathlib import Path
+
+from measure.harness.logparse import parse_startup
+from measure.harness.metrics import parse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_cpu_log_one_line_form():
+    facts = parse_startup((FIXTURES / "logs" / "cpu-0.32.0-tiny-qwen3.log").read_text())
+    assert facts.kv_cache_tokens == 4_194_304
+    assert facts.max_concurrency == 2048.0 and facts.max_concurrency_tokens == 2048
+    assert facts.kv_cache_gib == 2.0
+    assert facts.version == "0.32.0"
+
+
+def test_gpu_log_two_line_form_and_wrapped_line():
+    log = (
+        "(EngineCore pid=1) INFO 11-29 10:00:00 [gpu_worker.py:1] Model loading took 1.12 GiB memory and 3.1 seconds\n"
+        "(EngineCore pid=1) INFO 11-29 10:00:01 [gpu_worker.py:2] Available KV cache memory: 120.5 GiB\n"
+        "(EngineCore pid=1) INFO 11-29 10:00:01 [kv_cache_utils.py:3] GPU KV cache size: 1,188,352 tokens\n"
+        "(EngineCore pid=1) INFO 11-29 10:00:01 [kv_cache_utils.py:4] Maximum concurrency for 40,960 tokens per\n"
+        "(EngineCore pid=1) INFO 11-29 10:00:01 [kv_cache_utils.py:4] request: 29.01x\n"
+        "(EngineCore pid=1) INFO 11-29 10:00:02 [core.py:5] Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items\n"
+    )
+    facts = parse_startup(log)
+    assert facts.kv_cache_tokens == 1_188_352
+    assert (facts.max_concurrency, facts.max_concurrency_tokens) == (29.01, 40_960)
+    assert facts.kv_cache_gib == 120.5 and facts.model_load_gib == 1.12
+    assert facts.encoder_cache_budget_tokens == 16384
+
+
+def test_pooling_log_without_kv_cache_lines():
+    facts = parse_startup("INFO 11-29 09:27:19 [model.py:2152] Using max model len 256\n")
+    assert facts.kv_cache_tokens is None and facts.max_concurrency is None
+
+
+def test_metrics_parse_recorded_text():
+    snap = parse((FIXTURES / "metrics" / "cpu-0.32.0-tiny-qwen3.txt").read_text())
+    assert snap.get("vllm:prompt_tokens") == 10.0
+    assert snap.get("vllm:generation_tokens") == 8.0
+    assert snap.get("vllm:time_to_first_token_seconds_count") == 1.0
+
+
+def test_metrics_sum_over_engines_and_delta():
+    before = parse(
+        '# TYPE vllm:prefix_cache_hits counter\n'
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 10.0\n'
+        'vllm:prefix_cache_hits_total{engine="1",model_name="m"} 5.0\n'
+    )
+    after = parse(
+        '# TYPE vllm:prefix_cache_hits counter\n'
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 138.0\n'
+        'vllm:prefix_cache_hits_total{engine="1",model_name="m"} 5.0\n'
+    )
+    assert before.get("vllm:prefix_cache_hits") == 15.0
+    assert (after - before)["vllm:prefix_cache_hits"] == 128.0

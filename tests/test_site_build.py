@@ -1,0 +1,73 @@
+"""Strict builds of the real site against fixture data roots."""
+
+import re
+import shutil
+
+import pytest
+from conftest import REPO, build_site
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("build")
+    root = tmp / "data"
+    shutil.copytree(REPO / "tests" / "fixtures" / "data", root)
+    site = tmp / "site"
+    build_site(root, site)
+    return root, site
+
+
+def test_both_languages_build_and_no_raw_jinja_survives(built):
+    _, site = built
+    pages = list(site.rglob("*.html"))
+    assert (site / "pooling" / "index.html").is_file() and (site / "en" / "pooling" / "index.html").is_file()
+    for page in pages:
+        text = page.read_text()
+        assert "{{" not in text and "{%" not in text, page
+
+
+def test_measured_number_with_provenance_appears(built):
+    _, site = built
+    html = (site / "en" / "pooling" / "index.html").read_text()
+    assert "12,346" in html  # fixture: batch 4, float, tokens_per_s 12345.6, rendered with 0 digits
+    assert 'href="../../data/fixture-cpu/pooling.embedding_throughput.csv"' in html
+    assert (site / "data" / "fixture-cpu" / "pooling.embedding_throughput.csv").is_file()
+    assert (site / "assets" / "javascripts" / "plotly.min.js").is_file()
+
+
+def test_cited_figures_render_as_cited(built):
+    _, site = built
+    html = (site / "pooling" / "index.html").read_text()
+    assert re.search(r'claim-value claim-cited[^>]*>127 tokens<', html)
+
+
+def test_removed_dataset_turns_into_not_measured(built, tmp_path):
+    root, _ = built
+    stripped = tmp_path / "data"
+    shutil.copytree(root, stripped)
+    (stripped / "fixture-cpu" / "pooling.embedding_throughput.csv").unlink()
+    site = tmp_path / "site"
+    build_site(stripped, site)
+    html = (site / "en" / "pooling" / "index.html").read_text()
+    assert "12,346" not in html
+    assert "claim-not-measured" in html and "Not measured" in html
+
+
+def test_typo_fails_the_build(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    page = docs / "pooling.en.md"
+    page.write_text(page.read_text() + '\n{{ value("pooling.embedding_throughput", "tokens_per_sec") }}\n')
+    result = build_site(REPO / "tests" / "fixtures" / "data", tmp_path / "site", docs_dir=docs, check=False)
+    assert result.returncode != 0
+    assert "no column 'tokens_per_sec'" in result.stdout + result.stderr
+
+
+def test_csv_text_is_html_escaped(tmp_path):
+    root = tmp_path / "data"
+    shutil.copytree(REPO / "tests" / "fixtures" / "data", root)
+    csv = root / "fixture-cpu" / "pooling.embedding_throughput.csv"
+    csv.write_text(csv.read_text().replace("tiny-Qwen3-Embedding-0.6B,dummy,1,float", "<img src=x onerror=alert(1)>,dummy,1,float", 1))
+    build_site(root, tmp_path / "site")
+    html = (tmp_path / "site" / "en" / "pooling" / "index.html").read_text()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html

