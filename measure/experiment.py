@@ -53,6 +53,10 @@ class Experiment:
     def plan(self, profile: Profile) -> list[Step]:
         raise NotImplementedError
 
+    def unavailable(self, profile: Profile, python: str) -> str | None:
+        """Why this experiment cannot run here (a missing package, say), or None."""
+        return None
+
     def run(self, ctx: RunContext) -> None:
         raise NotImplementedError
 

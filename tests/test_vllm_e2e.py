@@ -73,17 +73,17 @@ def test_kill_resume_and_publish(workdir):
     assert alive(server_pid), "the vLLM server should outlive a SIGKILLed client (that is the orphan)"
     assert not published.exists(), "a killed run must not publish anything"
 
-    # 2. Without --resume the next run refuses to touch the staged rows.
+    # 2. The next run ends the orphan and says so; without --resume it refuses to touch the staged rows.
     refused = measure(workdir)
     out, _ = refused.communicate(timeout=300)
+    assert "orphaned vLLM server" in out and str(server_pid) in out
+    assert not alive(server_pid)
     assert refused.returncode != 0 and "--resume" in out
 
-    # 3. The resumed run ends the orphan, keeps the finished rows and measures the rest.
+    # 3. The resumed run keeps the finished rows and measures the rest.
     second = measure(workdir, "--resume")
     out, _ = second.communicate(timeout=1500)
     assert second.returncode == 0, out
-    assert "orphaned vLLM server" in out and str(server_pid) in out
-    assert not alive(server_pid)
     final = pd.read_csv(published / "pooling.embedding_throughput.csv")
     merged = rows_before.merge(final, on=list(rows_before.columns), how="left", indicator=True)
     assert (merged["_merge"] == "both").all(), "rows finished before the kill must be published unchanged"

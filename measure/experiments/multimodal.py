@@ -1,20 +1,45 @@
-"""Multimodal input (the article's sections 2 and 2-1). Datasets declared; runner pending (issue #5)."""
+"""Multimodal input (the article's sections 2 and 2-1): start-up memory, image tokens and TTFT vs
+side, repeated images and the caches, accuracy (real weights only).
+
+Images are drawn with Pillow — white background, one coloured rectangle, four digits, fixed seed —
+and sent as data URLs, so no outside address is ever fetched.
+"""
 
 from __future__ import annotations
 
-from measure.experiment import Experiment, register
+import base64
+import io
+import json
+import random
+import statistics
+import subprocess
+
+from PIL import Image, ImageDraw, ImageFont
+
+from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness.logparse import parse_startup
+from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
+
+SEED = 20261027
+COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 70, 220), "yellow": (235, 200, 20),
+           "purple": (140, 50, 170), "orange": (245, 130, 20)}
+QUESTION_DIGITS = "What is the four-digit number in the image? Answer with the number only."
+QUESTION_COLOUR = "What colour is the rectangle in the image? Answer with one word."
+ARTICLE_CARD_GIB = 8  # the article's laptop card; emulated on larger GPUs
 
 STARTUP_MEMORY = DatasetSchema(
     name="multimodal.startup_memory",
     title={"zh": "启动时的编码器预算与 KV 空间", "en": "Encoder budget and KV space at start-up"},
     key=("memory_condition", "limit_mm"),
     columns=(
-        Column("memory_condition", "str", doc="full card | 8 GB card emulated"),
+        Column("memory_condition", "str", doc="whole device | 8 GB card emulated"),
         Column("limit_mm", "str", doc="--limit-mm-per-prompt value, or default"),
+        Column("started", "bool", doc="false: vLLM refused to start (e.g. no memory left for the KV cache)"),
         Column("encoder_cache_budget_tokens", "int", "tokens", nullable=True),
         Column("kv_cache_tokens", "int", "tokens", nullable=True),
         Column("max_concurrency", "float", "×", nullable=True),
+        Column("error", "str", doc="the last error line of the log when it did not start", nullable=True),
     ),
 )
 SIZE_HINT_GAIN = DatasetSchema(
@@ -50,6 +75,22 @@ SIDE_DOUBLING = DatasetSchema(
         Column("ttft_ratio", "float", "×", nullable=True),
     ),
 )
+REPEAT_REQUESTS = DatasetSchema(
+    name="multimodal.repeat_requests",
+    title={"zh": "同一张图问三次：每个请求的缓存命中", "en": "One image asked three times: cache hits per request"},
+    key=("image", "ask"),
+    columns=(
+        Column("image", "int"),
+        Column("ask", "int", "", "1: digits, 2: digits again, 3: colour"),
+        Column("side", "int", "px"),
+        Column("ttft_ms", "float", "ms"),
+        Column("prompt_tokens", "int", "tokens"),
+        Column("mm_cache_queries", "int", "", "delta of vllm:mm_cache_queries"),
+        Column("mm_cache_hits", "int", "", "delta of vllm:mm_cache_hits"),
+        Column("prefix_cache_queries", "int", "tokens", "delta of vllm:prefix_cache_queries"),
+        Column("prefix_cache_hits", "int", "tokens", "delta of vllm:prefix_cache_hits"),
+    ),
+)
 REPEAT_SUMMARY = DatasetSchema(
     name="multimodal.repeat_summary",
     title={"zh": "重复图像的处理器缓存命中", "en": "Processor-cache hits for repeated images"},
@@ -74,9 +115,178 @@ ACCURACY = DatasetSchema(
 )
 
 
+def draw(side: int, index: int) -> tuple[str, str, str]:
+    """One test image as a PNG data URL, with its colour name and digits."""
+    rng = random.Random(SEED + 7919 * index + side)
+    colour = rng.choice(sorted(COLOURS))
+    digits = f"{rng.randint(1000, 9999)}"
+    img = Image.new("RGB", (side, side), "white")
+    pen = ImageDraw.Draw(img)
+    pen.rectangle([side // 10, side // 10, side // 2, side // 2], fill=COLOURS[colour])
+    font = ImageFont.load_default(size=max(12, side // 8))
+    pen.text((side // 10, int(side * 0.62)), digits, fill="black", font=font)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(), colour, digits
+
+
+def image_message(url: str, question: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": question}]}]
+
+
+def limit(count: int, side: int | None = None) -> str:
+    image = {"count": count, "width": side, "height": side} if side else count
+    return json.dumps({"image": image, "video": 0}, separators=(",", ":"))
+
+
 @register
 class Multimodal(Experiment):
     name = "multimodal"
     title = {"zh": "多模态输入", "en": "Multimodal input"}
-    datasets = (STARTUP_MEMORY, SIZE_HINT_GAIN, IMAGE_TOKENS, SIDE_DOUBLING, REPEAT_SUMMARY, ACCURACY)
-    pending = "issue #5: needs a torchvision that loads beside torch 2.13.0+cpu"
+    datasets = (STARTUP_MEMORY, SIZE_HINT_GAIN, IMAGE_TOKENS, SIDE_DOUBLING, REPEAT_REQUESTS, REPEAT_SUMMARY, ACCURACY)
+
+    def unavailable(self, profile, python: str) -> str | None:
+        # vLLM's Qwen-VL models import transformers' image processor, which imports torchvision.
+        probe = subprocess.run([python, "-c", "import torchvision"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+            return (f"torchvision does not import beside this torch ({last[:160]}); vision-language models need it."
+                    " Install the torch/torchvision pair of one build (README: multimodal on CPU).")
+        return None
+
+    @staticmethod
+    def sides(profile) -> tuple[int, ...]:
+        return profile.sizes.get("image_sides", (224, 448, 672, 896, 1344))
+
+    def limits(self, profile) -> dict[str, str | None]:
+        biggest = max(self.sides(profile))
+        return {"default": None, "count only": limit(1), "size hints": limit(1, biggest), "image 0": limit(0)}
+
+    def memory_conditions(self, profile) -> dict[str, tuple[str, ...]]:
+        """Whole device, plus the article's 8 GB card emulated where the GPU is larger."""
+        conditions = {"whole device": ()}
+        total = profile.sizes.get("gpu_memory_gib")
+        if total and total > ARTICLE_CARD_GIB * 1.5:
+            util = round(ARTICLE_CARD_GIB * 0.9 / total, 4)  # the laptop's 0.9 of 8 GB, as a share of this GPU
+            conditions[f"{ARTICLE_CARD_GIB} GB card emulated"] = ("--gpu-memory-utilization", str(util))
+        return conditions
+
+    def spec(self, limit_value: str | None, memory_args: tuple[str, ...] = (), label: str = "vl") -> ServerSpec:
+        args = ("--max-model-len", "4096") + memory_args
+        if limit_value is not None:
+            args += ("--limit-mm-per-prompt", limit_value)
+        return ServerSpec("vl", args, label=label)
+
+    def serving_spec(self, profile) -> ServerSpec:
+        return self.spec(self.limits(profile)["size hints"], label="vl-size-hints")
+
+    def plan(self, profile):
+        steps = [Step(self.spec(lim, mem, label=f"vl-{name}"), f"start-up only: {cond}, limit {name}", 0, 5)
+                 for cond, mem in self.memory_conditions(profile).items() for name, lim in self.limits(profile).items()]
+        serving = self.serving_spec(profile)
+        n = profile.sizes.get("images_per_side", 3)
+        repeats = profile.sizes["repeats"]
+        steps.append(Step(serving, f"image tokens and TTFT: sides {self.sides(profile)} × {n * repeats} new images",
+                          len(self.sides(profile)) * n * repeats, 0.5 * len(self.sides(profile)) * n * repeats))
+        steps.append(Step(serving, f"repeat images: {n * 2} images × 3 asks", n * 6, n * 6 * 0.5))
+        return steps
+
+    def run(self, ctx):
+        self.run_startup_memory(ctx)
+        server = ctx.server(self.serving_spec(ctx.profile))
+        client = ctx.client(server)
+        self.run_image_tokens(ctx, client)
+        self.run_repeats(ctx, server, client)
+
+    def run_startup_memory(self, ctx):
+        kv: dict[tuple[str, str], int | None] = {}
+        for cond, mem in self.memory_conditions(ctx.profile).items():
+            for name, lim in self.limits(ctx.profile).items():
+                if ctx.done(STARTUP_MEMORY, memory_condition=cond, limit_mm=name):
+                    continue
+                try:
+                    facts = ctx.server(self.spec(lim, mem, label=f"vl-{name}")).facts
+                except ServerFailed as exc:  # not starting at all is the result on a small card
+                    ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": False,
+                                                "encoder_cache_budget_tokens": parse_startup(exc.log).encoder_cache_budget_tokens,
+                                                "error": exc.reason[:300]})
+                    continue
+                kv[(cond, name)] = facts.kv_cache_tokens
+                ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": True,
+                                            "encoder_cache_budget_tokens": facts.encoder_cache_budget_tokens,
+                                            "kv_cache_tokens": facts.kv_cache_tokens,
+                                            "max_concurrency": facts.max_concurrency})
+            count_only, hints = kv.get((cond, "count only")), kv.get((cond, "size hints"))
+            if count_only and hints and not ctx.done(SIZE_HINT_GAIN, memory_condition=cond):
+                ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "kv_tokens_count_only": count_only,
+                                            "kv_tokens_size_hints": hints, "kv_ratio": hints / count_only})
+
+    def run_image_tokens(self, ctx, client):
+        n = ctx.sizes.get("images_per_side", 3)
+        per_side: dict[int, tuple[int, float]] = {}
+        with ctx.progress() as bar:
+            task = bar.add_task("image tokens × side", total=len(self.sides(ctx.profile)))
+            for side in self.sides(ctx.profile):
+                tokens, ttfts = [], []
+                # Every request gets an image never sent before: TTFT then includes the encoder and
+                # the prefill, which a repeated image would skip (that is the repeat experiment).
+                for k in range(ctx.sizes["warmup"] + n * ctx.sizes["repeats"]):
+                    url, _, _ = draw(side, k)
+                    r = ctx.run(client.chat_stream(image_message(url, QUESTION_DIGITS), max_tokens=4))
+                    if not r.ok:
+                        raise RuntimeError(f"image request failed at side {side}: {r.error}")
+                    if k >= ctx.sizes["warmup"]:
+                        tokens.append(r.prompt_tokens)
+                        ttfts.append(r.ttft_s * 1000)
+                per_side[side] = (int(statistics.median(tokens)), statistics.median(ttfts))
+                if not ctx.done(IMAGE_TOKENS, side=side):
+                    ctx.record(IMAGE_TOKENS, {"side": side, "images": n * ctx.sizes["repeats"], "prompt_tokens": per_side[side][0],
+                                              "ttft_ms": per_side[side][1]})
+                bar.advance(task)
+        for side in self.sides(ctx.profile):
+            if side * 2 in per_side and not ctx.done(SIDE_DOUBLING, side_from=side, side_to=side * 2):
+                (t1, l1), (t2, l2) = per_side[side], per_side[side * 2]
+                ctx.record(SIDE_DOUBLING, {"side_from": side, "side_to": side * 2, "token_ratio": t2 / t1,
+                                           "ttft_ratio": l2 / l1})
+
+    def run_repeats(self, ctx, server, client):
+        n = ctx.sizes.get("images_per_side", 3)
+        sides = sorted(self.sides(ctx.profile))[1:3] or self.sides(ctx.profile)[:1]  # the article's 448 and 896
+        questions = (QUESTION_DIGITS, QUESTION_DIGITS, QUESTION_COLOUR)
+        scored = {"digits": [0, 0], "colour": [0, 0]}
+        totals = {"q": 0, "h": 0, "images": 0}
+        image = 0
+        for side in sides:
+            for i in range(n):
+                image += 1
+                url, colour, digits = draw(side, 10_000 + i)  # images the token runs never sent
+                totals["images"] += 1
+                for ask, question in enumerate(questions, start=1):
+                    before = server.metrics()
+                    r = ctx.run(client.chat_stream(image_message(url, question), max_tokens=8))
+                    delta = server.metrics() - before
+                    if not r.ok:
+                        raise RuntimeError(f"repeat-image request failed: {r.error}")
+                    row = {"image": image, "ask": ask, "side": side, "ttft_ms": r.ttft_s * 1000,
+                           "prompt_tokens": r.prompt_tokens,
+                           "mm_cache_queries": int(delta.get("vllm:mm_cache_queries", 0)),
+                           "mm_cache_hits": int(delta.get("vllm:mm_cache_hits", 0)),
+                           "prefix_cache_queries": int(delta.get("vllm:prefix_cache_queries", 0)),
+                           "prefix_cache_hits": int(delta.get("vllm:prefix_cache_hits", 0))}
+                    totals["q"] += row["mm_cache_queries"]
+                    totals["h"] += row["mm_cache_hits"]
+                    if not ctx.done(REPEAT_REQUESTS, image=image, ask=ask):
+                        ctx.record(REPEAT_REQUESTS, row)
+                    kind = "colour" if question == QUESTION_COLOUR else "digits"
+                    if ask != 2:
+                        scored[kind][1] += 1
+                        answer = r.text.strip().lower()
+                        scored[kind][0] += int((colour in answer) if kind == "colour" else (digits in answer))
+        if not ctx.done(REPEAT_SUMMARY, images=totals["images"], asks=len(questions)):
+            ctx.record(REPEAT_SUMMARY, {"images": totals["images"], "asks": len(questions),
+                                        "mm_cache_queries": totals["q"], "mm_cache_hits": totals["h"]})
+        if ctx.model("vl").weights == "real":  # dummy weights answer noise: no accuracy row at all
+            for kind, (correct, total) in scored.items():
+                if not ctx.done(ACCURACY, question=kind):
+                    ctx.record(ACCURACY, {"question": kind, "correct": correct, "total": total})

@@ -123,12 +123,16 @@ class Pooling(Experiment):
         per_batch = sizes["repeats"] + sizes["warmup"]
         steps = [
             Step(embed[role], f"/v1/embeddings batch {b} × {fmt}", per_batch, 0.02 * b * per_batch)
-            for role in EMBED_ROLES for fmt in ("float", "base64") for b in sizes["embedding_batches"]
+            for role in self.embed_roles(profile) for fmt in ("float", "base64") for b in sizes["embedding_batches"]
         ]
         steps.append(Step(chat, f"/v1/completions prefill, batch {max(sizes['embedding_batches'])}", per_batch, 10))
         steps += [Step(rerank, f"{route} 1 query × {n} docs", per_batch, 0.05 * n * per_batch)
                   for route in ("/rerank", "/score") for n in self.doc_counts(profile)]
         return steps
+
+    @staticmethod
+    def embed_roles(profile) -> list[str]:
+        return [role for role in EMBED_ROLES if role in profile.models]
 
     @staticmethod
     def doc_counts(profile) -> tuple[int, ...]:
@@ -139,7 +143,7 @@ class Pooling(Experiment):
         sizes = ctx.sizes
         biggest = max(sizes["embedding_batches"])
         texts = sentences(biggest, sizes["words_per_sentence"])
-        for role in EMBED_ROLES:
+        for role in self.embed_roles(ctx.profile):
             model = ctx.model(role)
             points = [(fmt, b) for fmt in ("float", "base64") for b in sizes["embedding_batches"]
                       if not ctx.done(THROUGHPUT, model=model.name, batch_size=b, encoding_format=fmt)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Environment every vLLM the harness starts gets. NVLink multicast stays off on shared GPU hosts.
 COMMON_ENV = {
@@ -45,6 +45,8 @@ CPU = Profile(
         "words_per_sentence": 120,
         "repeats": 3,
         "warmup": 1,
+        "image_sides": (224, 448, 896),
+        "images_per_side": 2,
     },
     startup_timeout_s=420.0,
 )
@@ -54,17 +56,20 @@ GPU = Profile(
     models={
         "chat": "dummy:Qwen3-0.6B",
         "embedding": "dummy:Qwen3-Embedding-0.6B",
-        "embedding_real": "pypi:all-MiniLM-L6-v2",
         "reranker": "dummy:Qwen3-Reranker-0.6B",
         "vl": "dummy:Qwen3-VL-2B-Instruct",
     },
-    server_args=("--dtype", "bfloat16"),
+    # Eager: ~1 min starts instead of ~2.5 (torch.compile + CUDA graphs). Pooling and TTFT are
+    # prefill-bound, where graphs matter little; the exact command is in every provenance file.
+    server_args=("--dtype", "bfloat16", "--enforce-eager"),
     env={},
     sizes={
         "embedding_batches": (1, 4, 16, 64, 256, 1024),
         "words_per_sentence": 120,
         "repeats": 5,
         "warmup": 1,
+        "image_sides": (224, 448, 672, 896, 1344),
+        "images_per_side": 5,
     },
     startup_timeout_s=900.0,
 )
@@ -89,12 +94,22 @@ def has_cuda_gpu() -> bool:
         return False
 
 
+def gpu_memory_gib() -> float | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20).stdout.split()
+        return round(int(out[0]) / 1024, 1) if out else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
 def pick(name: str | None = None) -> Profile:
-    if name:
-        if name not in PROFILES:
-            raise SystemExit(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
-        return PROFILES[name]
-    return GPU if has_cuda_gpu() else CPU
+    if name and name not in PROFILES:
+        raise SystemExit(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+    profile = PROFILES[name] if name else (GPU if has_cuda_gpu() else CPU)
+    if profile.name == "gpu":  # experiments that emulate a smaller card need this card's size
+        profile = replace(profile, sizes=profile.sizes | {"gpu_memory_gib": gpu_memory_gib()})
+    return profile
 
 
 def server_env(profile: Profile) -> dict[str, str]:

@@ -65,6 +65,11 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str) -> 
 def run(opts: RunOptions) -> list[str]:
     data_root = (opts.data_root or default_data_root()).resolve()
     instances = order_by_server([get(name)() for name in opts.experiments], opts.profile)
+    for exp in list(instances):
+        reason = exp.unavailable(opts.profile, opts.vllm_python)
+        if reason:
+            console.print(f"[yellow]skipping {exp.name}: {reason}[/]")
+            instances.remove(exp)
     hw = prov.hardware()
     env_name = opts.env_name or prov.default_env_name(opts.profile.name, hw)
     if opts.dry_run:

@@ -30,6 +30,11 @@ STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 class ServerFailed(RuntimeError):
     """vLLM exited or never became healthy; the message carries the log's tail and the log path."""
 
+    def __init__(self, message: str, log: str = "", reason: str = ""):
+        super().__init__(message)
+        self.log = log  # the whole server log
+        self.reason = reason  # the last error-looking line of it
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -178,14 +183,14 @@ def launch(
         deadline = started + timeout_s
         while True:
             if process.poll() is not None:
-                raise ServerFailed(_failure(server, f"vLLM exited with code {process.returncode} while starting"))
+                raise _failure(server, f"vLLM exited with code {process.returncode} while starting")
             try:
                 if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise ServerFailed(_failure(server, f"vLLM was not healthy after {timeout_s:.0f} s"))
+                raise _failure(server, f"vLLM was not healthy after {timeout_s:.0f} s")
             if on_wait:
                 on_wait(time.monotonic() - started)
             time.sleep(1.0)
@@ -197,13 +202,18 @@ def launch(
     return server
 
 
-def _failure(server: Server, what: str) -> str:
-    tail = "\n".join(server.log_text().splitlines()[-25:])
-    return (
+def _failure(server: Server, what: str) -> ServerFailed:
+    log = server.log_text()
+    lines = log.splitlines()
+    errors = [line for line in lines if "Error" in line or "ERROR" in line]
+    reason = (errors[-1] if errors else what).strip()
+    tail = "\n".join(lines[-25:])
+    message = (
         f"{what}.\ncommand: {' '.join(server.command)}\nlog: {server.log_path}\n--- last lines ---\n{tail}\n"
         "--- what to do --- read the log above; on CPU check VLLM_CPU_KVCACHE_SPACE and free memory, "
         "on GPU lower --gpu-memory-utilization or --max-model-len."
     )
+    return ServerFailed(message, log=log, reason=reason)
 
 
 def attach(base_url: str, api_key: str | None = None, model: str | None = None) -> Server:
