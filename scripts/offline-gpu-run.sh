@@ -15,6 +15,8 @@ if [ ! -d /tmp/site/vllm ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/wh/*.whl
 fi
 export PYTHONPATH=/tmp/site
+# The copy of the tree on the host has no .git: pass the revision in (MEASURE_CODE_REVISION=$(git rev-parse HEAD)).
+: "${MEASURE_CODE_REVISION:?set MEASURE_CODE_REVISION to the commit being run}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, 'cuda', torch.version.cuda)"
 status=0

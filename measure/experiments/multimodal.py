@@ -14,6 +14,7 @@ import random
 import statistics
 import subprocess
 
+import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
 from measure.experiment import Experiment, ServerSpec, Step, register
@@ -182,7 +183,7 @@ class Multimodal(Experiment):
         return self.spec(self.limits(profile)["size hints"], label="vl-size-hints")
 
     def plan(self, profile):
-        steps = [Step(self.spec(lim, mem, label=f"vl-{name}"), f"start-up only: {cond}, limit {name}", 0, 5)
+        steps = [Step(self.spec(lim, mem, label=f"vl-{name.replace(' ', '-')}"), f"start-up only: {cond}, limit {name}", 0, 5)
                  for cond, mem in self.memory_conditions(profile).items() for name, lim in self.limits(profile).items()]
         serving = self.serving_spec(profile)
         n = profile.sizes.get("images_per_side", 3)
@@ -200,27 +201,28 @@ class Multimodal(Experiment):
         self.run_repeats(ctx, server, client)
 
     def run_startup_memory(self, ctx):
-        kv: dict[tuple[str, str], int | None] = {}
         for cond, mem in self.memory_conditions(ctx.profile).items():
             for name, lim in self.limits(ctx.profile).items():
                 if ctx.done(STARTUP_MEMORY, memory_condition=cond, limit_mm=name):
                     continue
                 try:
-                    facts = ctx.server(self.spec(lim, mem, label=f"vl-{name}")).facts
+                    facts = ctx.server(self.spec(lim, mem, label=f"vl-{name.replace(' ', '-')}")).facts
                 except ServerFailed as exc:  # not starting at all is the result on a small card
                     ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": False,
                                                 "encoder_cache_budget_tokens": parse_startup(exc.log).encoder_cache_budget_tokens,
                                                 "error": exc.reason[:300]})
                     continue
-                kv[(cond, name)] = facts.kv_cache_tokens
                 ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": True,
                                             "encoder_cache_budget_tokens": facts.encoder_cache_budget_tokens,
                                             "kv_cache_tokens": facts.kv_cache_tokens,
                                             "max_concurrency": facts.max_concurrency})
+        # Derived from the staged rows, so a resumed run (rows from two processes) still gets it.
+        kv = {(r["memory_condition"], r["limit_mm"]): r["kv_cache_tokens"] for r in ctx.staging.rows(STARTUP_MEMORY)}  # noqa: E501
+        for cond in self.memory_conditions(ctx.profile):
             count_only, hints = kv.get((cond, "count only")), kv.get((cond, "size hints"))
-            if count_only and hints and not ctx.done(SIZE_HINT_GAIN, memory_condition=cond):
-                ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "kv_tokens_count_only": count_only,
-                                            "kv_tokens_size_hints": hints, "kv_ratio": hints / count_only})
+            if pd.notna(count_only) and pd.notna(hints) and count_only and not ctx.done(SIZE_HINT_GAIN, memory_condition=cond):
+                ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "kv_tokens_count_only": int(count_only),
+                                            "kv_tokens_size_hints": int(hints), "kv_ratio": hints / count_only})
 
     def run_image_tokens(self, ctx, client):
         n = ctx.sizes.get("images_per_side", 3)

@@ -24,6 +24,9 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
 
 
 def code_revision() -> str:
+    """The git commit, or $MEASURE_CODE_REVISION on hosts that got a copy of the tree without .git."""
+    if not (REPO_ROOT / ".git").exists():
+        return os.environ.get("MEASURE_CODE_REVISION", "unknown")
     rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
     return rev + ("+dirty" if dirty else "")
@@ -61,7 +64,8 @@ def gpus() -> list[dict]:
 
 
 def gpu_topology() -> str:
-    return _run(["nvidia-smi", "topo", "-m"]) if shutil.which("nvidia-smi") else ""
+    text = _run(["nvidia-smi", "topo", "-m"]) if shutil.which("nvidia-smi") else ""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)  # nvidia-smi underlines the header with ANSI codes
 
 
 def software(python: str = sys.executable) -> dict:

@@ -144,10 +144,10 @@ class Server:
     def stop(self) -> None:
         if self.process is None:
             return
+        pid_file = self.pid_file
         _kill_group(self.process.pid)
         self.process = None
-        if self.pid_file.exists():
-            self.pid_file.unlink()
+        pid_file.unlink(missing_ok=True)
 
     @property
     def pid_file(self) -> Path:
