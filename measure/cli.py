@@ -27,7 +27,7 @@ def cmd_run(args) -> int:
     opts = runner.RunOptions(
         experiments=names, profile=profile, env_name=args.env, data_root=args.data_root, resume=args.resume,
         fresh=args.fresh, dry_run=args.dry_run, base_url=args.base_url, api_key=args.api_key, weights=args.weights,
-        vllm_python=args.vllm_python,
+        vllm_python=args.vllm_python, force=args.force,
     )
     runner.run(opts)
     return 0
@@ -44,7 +44,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_claims(args) -> int:
-    from measure.site.scan import keys_by_page_pair, make_store, open_claims, scan_pages
+    from measure.site.lint import lint_docs
+    from measure.site.scan import DOCS_DIR, make_store, open_claims, scan_pages
 
     store = make_store(args.data_root)
     store.validate_all()
@@ -54,12 +55,19 @@ def cmd_claims(args) -> int:
     for c in rows:
         print(f"{c.page:{width}}  {c.status:13}  {c.key}  {c.detail}")
     print(f"{len(claims)} claims, {len(open_claims(claims))} open (未实测/未确认)")
-    mismatched = {b: v for b, v in keys_by_page_pair(claims).items() if len({frozenset(s) for s in v.values()}) > 1}
-    for base, langs in mismatched.items():
-        print(f"error: {base}: zh and en carry different claims: "
-              f"only zh {sorted(langs.get('zh', set()) - langs.get('en', set()))}, "
-              f"only en {sorted(langs.get('en', set()) - langs.get('zh', set()))}", file=sys.stderr)
-    return 1 if mismatched else 0
+    findings = lint_docs(DOCS_DIR, claims, store.schemas)
+    for finding in findings:
+        print(f"lint: {finding}", file=sys.stderr)
+    return 1 if findings else 0
+
+
+def cmd_chapter(args) -> int:
+    from measure.scaffold import scaffold
+
+    for path in scaffold(args.name):
+        print(f"wrote {path}")
+    print(f"next: nox -s build (the chapter shows 未实测), then write measure/experiments/{args.name}.py")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--resume", action="store_true", help="continue an interrupted run from its staged rows")
     run.add_argument("--fresh", action="store_true", help="discard rows an interrupted run left in staging")
     run.add_argument("--dry-run", action="store_true", help="print the plan (servers, requests, time) and stop")
+    run.add_argument("--force", action="store_true", help="re-measure experiments whose inputs are unchanged")
     run.add_argument("--base-url", help="attach to a running server instead of starting one, e.g. http://host:8000")
     run.add_argument("--api-key", help="API key of the attached server")
     run.add_argument("--weights", choices=("real", "dummy", "unknown"), default="unknown",
@@ -88,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     claims = sub.add_parser("claims", help="print every 未实测/未确认 claim; non-zero on unknown names")
     claims.add_argument("--all", action="store_true", help="print every claim, not only open ones")
     claims.set_defaults(func=cmd_claims)
+
+    chapter = sub.add_parser("chapter", help="scaffold a new chapter: pages, experiment module, test, nav")
+    chapter.add_argument("name")
+    chapter.set_defaults(func=cmd_chapter)
 
     args = parser.parse_args(argv)
     # SIGTERM (a time limit, a CI runner) unwinds like Ctrl-C, so servers stop and staged rows stay.

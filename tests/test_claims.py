@@ -85,3 +85,11 @@ def test_locale_formatting():
     assert format_number(21900.0, "en", 0) == "21,900"
     assert format_number(0.9934, "zh", 3) == "0.993"
     assert format_number(9.82, "en") == "9.82"
+
+
+def test_numpy_scalars_and_bools_are_formatted():
+    import numpy as np
+
+    assert format_number(np.int64(20896), "zh") == "20,896"
+    assert format_number(np.float64(3.6486), "en", 2) == "3.65"
+    assert format_number(np.bool_(False), "zh") == "否" and format_number(True, "en") == "yes"

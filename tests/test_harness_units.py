@@ -57,3 +57,27 @@ def test_metrics_sum_over_engines_and_delta():
     )
     assert before.get("vllm:prefix_cache_hits") == 15.0
     assert (after - before)["vllm:prefix_cache_hits"] == 128.0
+
+
+def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
+    import json
+    from dataclasses import replace
+
+    from measure.experiments.pooling import Pooling
+    from measure.harness.profiles import CPU
+    from measure.harness.runner import fingerprint, up_to_date
+
+    exp, sw = Pooling(), {"vllm": "0.32.0", "torch": "2.13.0+cpu"}
+    fp = fingerprint(exp, CPU, sw)
+    assert fp == fingerprint(exp, CPU, sw)
+    assert fp != fingerprint(exp, CPU, sw | {"vllm": "0.33.0"})
+    assert fp != fingerprint(exp, replace(CPU, sizes=CPU.sizes | {"repeats": 9}), sw)
+    published = tmp_path / "env"
+    published.mkdir()
+    assert up_to_date(exp, fp, published) is None  # never measured here
+    (published / "provenance.json").write_text(json.dumps(
+        {"experiments": {"pooling": {"fingerprint": fp, "date": "d", "datasets": ["pooling.rerank_latency"]}}}))
+    assert up_to_date(exp, fp, published) is None  # its dataset file is gone
+    (published / "pooling.rerank_latency.csv").write_text("x\n")
+    assert "unchanged since d" in up_to_date(exp, fp, published)
+    assert up_to_date(exp, "other", published) is None

@@ -99,7 +99,14 @@ def test_kill_resume_and_publish(workdir):
     startup = pd.read_csv(published / "servers.startup.csv")
     assert startup["server"].is_unique and (startup["startup_s"] > 0).all()
 
-    # 5. The site built from this data root shows our numbers where it said 未实测 before.
+    # 5. A second run on unchanged code re-measures nothing (and says why); --dry-run says the same.
+    again = measure(workdir)
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, out
+    assert "pooling: skip: unchanged since" in out and "starting vLLM" not in out
+    assert pd.read_csv(published / "pooling.embedding_throughput.csv").equals(final)
+
+    # 6. The site built from this data root shows our numbers where it said 未实测 before.
     from measure.site.scan import make_store, scan_pages
 
     def status(root):

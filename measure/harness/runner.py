@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -15,7 +18,7 @@ from measure.harness import server as srv
 from measure.harness.context import RunContext, ServerPool, console, server_id
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
-from measure.store import default_data_root
+from measure.store import PROVENANCE_FILE, default_data_root
 
 
 class StagingNotEmpty(SystemExit):
@@ -31,11 +34,36 @@ class RunOptions:
     resume: bool = False
     fresh: bool = False
     dry_run: bool = False
+    force: bool = False
     base_url: str | None = None
     api_key: str | None = None
     weights: str = "unknown"
     cache_dir: Path = srv.REPO_ROOT / ".cache" / "models"
     vllm_python: str = sys.executable
+
+
+def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
+    """What an experiment's result depends on: its code, its servers, its workload, the vLLM version."""
+    source = Path(inspect.getfile(type(exp))).read_bytes()
+    inputs = repr((
+        [(s.model_role, profile.models.get(s.model_role), s.args, s.env) for s in exp.servers(profile)],
+        profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
+        software.get("vllm"), software.get("torch"),
+    )).encode()
+    return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
+
+
+def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
+    """Why a run can skip ``exp`` (same fingerprint, every dataset still published), else None."""
+    prov_path = published / PROVENANCE_FILE
+    if not prov_path.is_file():
+        return None
+    record = (json.loads(prov_path.read_text()).get("experiments") or {}).get(exp.name, {})
+    if record.get("fingerprint") != fp:
+        return None
+    if not all((published / f"{name}.csv").is_file() for name in record.get("datasets", [])):
+        return None
+    return f"unchanged since {record.get('date', '?')} (fingerprint {fp})"
 
 
 def order_by_server(instances: list[Experiment], profile: Profile) -> list[Experiment]:
@@ -44,7 +72,10 @@ def order_by_server(instances: list[Experiment], profile: Profile) -> list[Exper
     return sorted(instances, key=lambda e: (first[id(e)], e.name))
 
 
-def print_plan(instances: list[Experiment], profile: Profile, env_name: str) -> float:
+def print_plan(instances: list[Experiment], profile: Profile, env_name: str, reasons: dict[str, str]) -> float:
+    for exp in instances:
+        console.print(f"  {exp.name}: {reasons.get(exp.name, 'will run')}")
+    instances = [e for e in instances if not reasons.get(e.name, "").startswith("skip")]
     table = Table(title=f"plan: profile {profile.name} → data/{env_name}/")
     for col in ("experiment", "server", "what", "requests", "≈ s"):
         table.add_column(col)
@@ -72,9 +103,21 @@ def run(opts: RunOptions) -> list[str]:
             instances.remove(exp)
     hw = prov.hardware()
     env_name = opts.env_name or prov.default_env_name(opts.profile.name, hw)
+    sw = prov.software(opts.vllm_python)
+    published = data_root / env_name
+    prints, reasons = {}, {}
+    for exp in instances:
+        prints[exp.name] = fingerprint(exp, opts.profile, sw)
+        why = None if (opts.force or opts.base_url) else up_to_date(exp, prints[exp.name], published)
+        reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
+            "will run: --force" if opts.force else "will run: new or changed inputs")
     if opts.dry_run:
-        print_plan(instances, opts.profile, env_name)
+        print_plan(instances, opts.profile, env_name, reasons)
         return []
+    for exp in list(instances):
+        if reasons[exp.name].startswith("skip"):
+            console.print(f"[dim]{exp.name}: {reasons[exp.name]}[/]")
+            instances.remove(exp)
     srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
     staging = Staging(data_root, env_name)
     leftovers = staging.staged_files()
@@ -86,7 +129,6 @@ def run(opts: RunOptions) -> list[str]:
             + "\n  ".join(p.name for p in leftovers)
             + "\nrun again with --resume to continue it, or --fresh to discard those rows."
         )
-    sw = prov.software(opts.vllm_python)
     pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
                       python=opts.vllm_python)
     if opts.base_url:
@@ -121,6 +163,10 @@ def run(opts: RunOptions) -> list[str]:
                                                  "servers": sorted(used)}
                 datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
                                           "servers": sorted(servers)}
+                current.setdefault("experiments", {})[exp.name] = {
+                    "fingerprint": prints[exp.name], "date": date, "code_revision": revision,  # noqa: B023
+                    "datasets": sorted(n for n in promoted_now if n != STARTUP.name),
+                }
                 return current
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))

@@ -36,6 +36,8 @@ TEXT = {
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
     "data_file": {"zh": "数据文件", "en": "data file"},
     "weights": {"zh": "权重", "en": "weights"},
+    "yes": {"zh": "是", "en": "yes"},
+    "no": {"zh": "否", "en": "no"},
     "dummy_only": {
         "zh": "仅有 dummy 权重的数据，不能用于正确率结论",
         "en": "only dummy-weight data exists, which cannot support an accuracy claim",
@@ -60,7 +62,11 @@ class Claim:
 
 
 def format_number(value, lang: str, digits: int | None = None) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if hasattr(value, "item"):  # numpy scalars from pandas
+        value = value.item()
+    if isinstance(value, bool):
+        return TEXT["yes" if value else "no"][lang]
+    if not isinstance(value, (int, float)):
         return str(value)
     if digits is None:
         digits = 0 if float(value).is_integer() else 2

@@ -3,6 +3,7 @@ number links to the CSV it came from."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,27 @@ from measure.store import PROVENANCE_FILE, default_data_root
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PLOTLY_TARGET = "assets/javascripts/plotly.min.js"
+log = logging.getLogger("mkdocs.hooks.claims")  # warnings here fail `mkdocs build --strict`
+
+
+def on_page_markdown(markdown, page, **kwargs):
+    from measure.site.lint import typed_numbers
+
+    # The source as written: by now the macros have already put measured numbers into `markdown`.
+    source = Path(page.file.abs_src_path).read_text(encoding="utf-8")
+    for finding in typed_numbers(source, page.file.src_uri):
+        log.warning(str(finding))
+    return markdown
+
+
+def on_pre_build(config, **kwargs):
+    from measure.site.lint import claim_set_mismatches, unused_datasets
+    from measure.site.scan import keys_by_page_pair, make_store, scan_pages
+
+    store = make_store()
+    claims = scan_pages(Path(config["docs_dir"]), store=store)
+    for finding in claim_set_mismatches(keys_by_page_pair(claims)) + unused_datasets(claims, store.schemas):
+        log.warning(str(finding))
 
 
 def on_post_build(config, **kwargs):
