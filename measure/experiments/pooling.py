@@ -144,6 +144,8 @@ class Pooling(Experiment):
         biggest = max(sizes["embedding_batches"])
         texts = sentences(biggest, sizes["words_per_sentence"])
         for role in self.embed_roles(ctx.profile):
+            if not ctx.has(role):
+                continue
             model = ctx.model(role)
             points = [(fmt, b) for fmt in ("float", "base64") for b in sizes["embedding_batches"]
                       if not ctx.done(THROUGHPUT, model=model.name, batch_size=b, encoding_format=fmt)]
@@ -160,14 +162,15 @@ class Pooling(Experiment):
                 row = self.embed_point(ctx, client, model, texts[:biggest], "float", sizes)
                 ctx.record(PREFILL, {"path": "embeddings", "model": model.name, "batch_size": biggest,
                                      "tokens_per_s": row["tokens_per_s"]})
-        if not ctx.done(PREFILL, path="prefill"):
+        if ctx.has("chat") and not ctx.done(PREFILL, path="prefill"):
             server = ctx.server(chat)
             client = ctx.client(server)
             results = self.repeat(ctx, lambda: client.completion(texts[:biggest], max_tokens=1))
             rates = [r.prompt_tokens / r.e2e_s for r in results]
             ctx.record(PREFILL, {"path": "prefill", "model": ctx.model("chat").name, "batch_size": biggest,
                                  "tokens_per_s": statistics.median(rates)})
-        self.run_rerank(ctx, rerank)
+        if ctx.has("reranker"):
+            self.run_rerank(ctx, rerank)
 
     @staticmethod
     def repeat(ctx, factory):

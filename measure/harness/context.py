@@ -27,6 +27,10 @@ def server_id(spec: ServerSpec, model: ModelRef) -> str:
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
 
+class RoleNotAttached(LookupError):
+    """Attach mode: no server was given for a model role an experiment step needs."""
+
+
 @dataclass
 class ServerPool:
     """One server at a time (memory is the limit); a spec equal to the running one reuses it."""
@@ -34,7 +38,7 @@ class ServerPool:
     profile: Profile
     cache_dir: Path
     log_dir: Path
-    attached: srv.Server | None = None
+    attached: dict[str, srv.Server] | None = None  # attach mode: role ("*" = any) -> someone else's server
     declared_weights: str = "unknown"
     python: str = sys.executable
     current: tuple | None = None
@@ -48,13 +52,16 @@ class ServerPool:
 
     def get(self, spec: ServerSpec, staging: Staging) -> tuple[str, srv.Server]:
         if self.attached is not None:
-            sid = "attached"
+            server = self.attached.get(spec.model_role) or self.attached.get("*")
+            if server is None:
+                raise RoleNotAttached(spec.model_role)
+            sid = f"attached-{spec.model_role}"
             self.records.setdefault(sid, {
-                "model": self.attached.model, "weights": self.declared_weights, "attached": True,
-                "base_url": self.attached.base_url, "vllm": self.attached.facts.version,
-                "command": "started by the user (attach mode)",
+                "model": server.model, "weights": self.declared_weights, "attached": True,
+                "base_url": server.base_url, "vllm": server.facts.version,
+                "command": "started by the user (attach mode); its flags are not known to the harness",
             })
-            return sid, self.attached
+            return sid, server
         model = self.model(spec.model_role)
         sid = server_id(spec, model)
         if self.current == (sid,) and self.server is not None:
@@ -81,6 +88,11 @@ class ServerPool:
             **{k: v for k, v in server.facts.as_dict().items() if k != "version"}, "startup_s": server.startup_s,
         })
         return sid, server
+
+    def has(self, role: str) -> bool:
+        if self.attached is not None:
+            return role in self.attached or "*" in self.attached
+        return role in self.profile.models
 
     def stop(self) -> None:
         if self.server is not None and not self.server.attached:
@@ -119,7 +131,14 @@ class RunContext:
         return self.profile.sizes
 
     def model(self, role: str) -> ModelRef:
+        if self.pool.attached is not None:  # what the user declared about their server
+            _, server = self.pool.get(ServerSpec(role), self.staging)
+            return ModelRef(server.model, server.base_url, self.pool.declared_weights, server.model)
         return self.pool.model(role)
+
+    def has(self, role: str) -> bool:
+        """Whether a server for ``role`` can be had (always when we start them; in attach mode, if given)."""
+        return self.pool.has(role)
 
     def server(self, spec: ServerSpec) -> srv.Server:
         self._current_sid, server = self.pool.get(spec, self.staging)

@@ -35,7 +35,7 @@ class RunOptions:
     fresh: bool = False
     dry_run: bool = False
     force: bool = False
-    base_url: str | None = None
+    base_url: list[str] | None = None  # attach mode: URL, or ROLE=URL (repeatable)
     api_key: str | None = None
     weights: str = "unknown"
     cache_dir: Path = srv.REPO_ROOT / ".cache" / "models"
@@ -132,8 +132,12 @@ def run(opts: RunOptions) -> list[str]:
     pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
                       python=opts.vllm_python)
     if opts.base_url:
-        pool.attached = srv.attach(opts.base_url, opts.api_key)
-        sw["vllm"] = pool.attached.facts.version or sw.get("vllm")
+        pool.attached = {}
+        for item in opts.base_url:
+            role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
+            pool.attached[role] = srv.attach(url, opts.api_key)
+        versions = {s.facts.version for s in pool.attached.values()} - {None}
+        sw = {"vllm": ", ".join(sorted(versions)) or None, "attached": True, "client_python": sw.get("python")}
     promoted: list[str] = []
     try:
         for exp in instances:
@@ -144,14 +148,20 @@ def run(opts: RunOptions) -> list[str]:
                 exp.run(ctx)
             finally:
                 ctx.close()
-            planned = {server_id(spec, pool.model(spec.model_role)) if not pool.attached else "attached"
-                       for spec in exp.servers(opts.profile)}
+            planned = {server_id(spec, pool.model(spec.model_role)) if pool.attached is None
+                       else f"attached-{spec.model_role}" for spec in exp.servers(opts.profile) if pool.has(spec.model_role)}
             revision, date = prov.code_revision(), prov.now()
 
             def update(current: dict, promoted_now: list[str], exp=exp, planned=planned, revision=revision, date=date) -> dict:
+                if pool.attached is None:
+                    hardware, label = hw, prov.environment_label(hw, sw)
+                else:  # the server runs elsewhere: we know only what it reports and what the user declared
+                    hardware = {"attached": True, "gpus": [], "client": {k: hw.get(k) for k in ("host", "cpu", "cpu_count")},
+                                "servers": {r: s.base_url for r, s in pool.attached.items()}}
+                    label = {"zh": f"附着测量：{env_name}，vLLM {sw.get('vllm')}", "en": f"Attached: {env_name}, vLLM {sw.get('vllm')}"}
                 current.update({
-                    "source": "measured", "date": date, "code_revision": revision, "hardware": hw, "software": sw,
-                    "profile": opts.profile.name, "label": prov.environment_label(hw, sw),
+                    "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": sw,
+                    "profile": opts.profile.name if pool.attached is None else "attach", "label": label,
                 })
                 servers = current.setdefault("servers", {})
                 servers.update(pool.records)

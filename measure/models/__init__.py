@@ -79,7 +79,12 @@ def minilm_dir() -> Path:
 def _scale_down(config: dict) -> dict:
     config = copy.deepcopy(config)
     if "text_config" in config:  # vision-language: nested configs
-        config["text_config"].update(TINY_TEXT)
+        text = config["text_config"]
+        rope = text.get("rope_scaling") or {}
+        if "mrope_section" in rope:  # the sections split head_dim/2 rotary pairs: scale them with head_dim
+            factor = TINY_TEXT["head_dim"] / text["head_dim"]
+            rope["mrope_section"] = [int(x * factor) for x in rope["mrope_section"]]
+        text.update(TINY_TEXT)
         config["vision_config"].update(TINY_VISION)
     else:
         config.update(TINY_TEXT)
@@ -94,7 +99,8 @@ def build_config_folder(architecture: str, dest: Path, tiny: bool) -> Path:
         known = sorted(p.name for p in CONFIGS.iterdir() if p.is_dir())
         raise ModelUnavailable(f"no vendored config for {architecture!r}; known: {', '.join(known)}")
     marker = dest / ".built-from"
-    stamp = json.dumps({"architecture": architecture, "tiny": tiny, "tiny_text": TINY_TEXT, "tiny_vision": TINY_VISION})
+    stamp = json.dumps({"architecture": architecture, "tiny": tiny, "tiny_text": TINY_TEXT, "tiny_vision": TINY_VISION,
+                        "recipe": 2})  # bump when _scale_down changes
     if marker.is_file() and marker.read_text() == stamp:
         return dest
     if dest.exists():

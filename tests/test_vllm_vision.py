@@ -1,0 +1,81 @@
+"""Multimodal and security experiments end to end on a real vLLM (CPU backend, tiny Qwen3-VL)."""
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from measure.experiments.security import assert_loopback
+
+ENV = "vision-cpu"
+
+
+def torchvision_loads() -> bool:
+    return subprocess.run([sys.executable, "-c", "import torchvision, vllm"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    if not torchvision_loads():
+        if os.environ.get("CI"):
+            pytest.fail("torchvision does not load here: CI runs `MEASURE_CPU_VISION=pypi-pair nox -s tests`")
+        pytest.skip("no torchvision beside this torch (set MEASURE_CPU_VISION=pypi-pair for nox -s tests)")
+    tmp = tmp_path_factory.mktemp("vision")
+    env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    run = subprocess.run(
+        [sys.executable, "-m", "measure", "--data-root", str(tmp / "data"), "run", "multimodal", "security",
+         "--profile", "cpu", "--env", ENV],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=2400,
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-6000:]
+    return tmp / "data" / ENV
+
+
+@pytest.mark.vllm
+def test_multimodal_datasets(published):
+    from measure.site.scan import make_store
+
+    store = make_store(published.parent)
+    env = store.env(ENV)
+    tokens = store.frame(env, "multimodal.image_tokens").sort_values("side")
+    assert tokens["prompt_tokens"].is_monotonic_increasing and len(tokens) >= 3
+    doubling = store.frame(env, "multimodal.side_doubling")
+    assert (doubling["token_ratio"] > 2).all()  # tokens grow with area
+    summary = store.frame(env, "multimodal.repeat_summary").iloc[0]
+    # Each image asked three times: the 2nd and 3rd ask hit the processor cache.
+    assert summary["mm_cache_hits"] == summary["mm_cache_queries"] * 2 // 3
+    repeats = store.frame(env, "multimodal.repeat_requests")
+    assert (repeats[repeats["ask"] > 1]["prefix_cache_hits"] > 0).all()
+    assert (repeats[repeats["ask"] == 1]["mm_cache_hits"] == 0).all()
+    startup = store.frame(env, "multimodal.startup_memory")
+    assert set(startup["limit_mm"]) == {"default", "count only", "size hints", "image 0"}
+    assert not env.has("multimodal.accuracy"), "dummy weights must not produce accuracy rows"
+
+
+@pytest.mark.vllm
+def test_security_datasets(published):
+    media = pd.read_csv(published / "security.media_fetch.csv")
+    allow = media[media["setting"].str.startswith("--allowed-media-domains") & (media["url_kind"] == "loopback, open port")]
+    assert len(allow) == 2 and not allow["service_hit"].any(), "the allow-list must stop the fetch before any request"
+    closed = media[(media["setting"] == "default") & (media["url_kind"] == "loopback, closed port")]
+    assert len(closed) == 1 and not closed["service_hit"].iloc[0]
+    auth = pd.read_csv(published / "security.auth_routes.csv")
+    v1_models = auth[(auth["path"] == "/v1/models") & (auth["method"] == "GET")]
+    assert v1_models["requires_key"].all() and (v1_models["right_key"] == 200).all()
+    assert {"generate", "pooling"} <= set(auth["server"])
+    lora = pd.read_csv(published / "security.lora_runtime_load.csv")
+    assert set(lora["target"]) >= {"a system folder", "a path that does not exist"}
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.1/x", "http://example.com/a.png", "http://192.168.1.5:8000/"])
+def test_security_probe_refuses_non_loopback_targets(url):
+    with pytest.raises(ValueError, match="non-loopback"):
+        assert_loopback(url)
+
+
+def test_security_probe_accepts_loopback():
+    for url in ("http://127.0.0.1:9/x", "http://localhost:80/", "http://[::1]:8080/"):
+        assert_loopback(url)
