@@ -64,6 +64,8 @@ MEDIA_FETCH = DatasetSchema(
         Column("setting", "str", doc="server flags under test"),
         Column("url_kind", "str"),
         Column("service_hit", "bool", doc="the loopback internal service logged a request"),
+        Column("paths_requested", "str", doc="what the service logged, in order: /redirect then /secret means the redirect was followed",
+               nullable=True),
         Column("status", "int", "HTTP status"),
         Column("answer", "str", doc="error text returned to the client, truncated", nullable=True),
         Column("elapsed_ms", "float", "ms"),
@@ -238,7 +240,9 @@ class Security(Experiment):
                     except (ValueError, AttributeError):
                         pass
                     ctx.record(MEDIA_FETCH, {"setting": setting, "url_kind": kind,
-                                             "service_hit": len(service.hits) > before, "status": r.status_code,
+                                             "service_hit": len(service.hits) > before,
+                                             "paths_requested": " ".join(service.hits[before:]) or None,
+                                             "status": r.status_code,
                                              "answer": str(answer)[:300] or None, "elapsed_ms": elapsed})
         finally:
             service.close()
