@@ -36,6 +36,7 @@ TEXT = {
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
     "data_file": {"zh": "数据文件", "en": "data file"},
     "weights": {"zh": "权重", "en": "weights"},
+    "real_only": {"zh": "只接受真实权重的数据", "en": "accepts real-weight data only"},
     "yes": {"zh": "是", "en": "yes"},
     "no": {"zh": "否", "en": "no"},
     "dummy_only": {
@@ -127,9 +128,11 @@ class ClaimRenderer:
 
     def _dummy_note(self, dataset: str) -> str:
         schema = self.store.schema(dataset)
-        if schema.needs_real_weights and any(not self._usable(e, dataset) for e in self.store.sources(dataset, cited=False)):
+        if not schema.needs_real_weights:
+            return ""
+        if any(not self._usable(e, dataset) for e in self.store.sources(dataset, cited=False)):
             return t("dummy_only", self.lang)
-        return ""
+        return t("real_only", self.lang)
 
     # ---- the vocabulary ------------------------------------------------------------------
     def value(
