@@ -41,7 +41,7 @@ def test_lint_catches_typed_numbers_but_not_code_or_macros():
     page = (
         "The server did 21,900 tok/s on the laptop.\n"
         "Latency fell to 35 ms and memory to 4.3 GiB, a 12% gain, 3.5× faster, 快了 2 倍.\n"
-        "An 8 GB-class card; `--max-model-len 4096`; {{ value(\"a.b\", \"c\") }} tok/s; issue #5.\n"
+        "An 8 GB-class card; `--max-model-len 4096`; {{ value(\"a.b\", \"c\") }} tok/s; issue #5; a 448×448 image.\n"
         "```\nGPU KV cache size: 40,208 tokens, 9.82x\n```\n"
     )
     found = [f.message for f in typed_numbers(page, "p.md")]
@@ -51,6 +51,7 @@ def test_lint_catches_typed_numbers_but_not_code_or_macros():
     for text in ("35 ms", "4.3 GiB", "12%", "3.5×", "2 倍"):
         assert text in flagged, text
     assert "4096" not in flagged and "40,208" not in flagged and "9.82x" not in flagged and "8 GB" not in flagged
+    assert "448" not in flagged
 
 
 def test_typed_number_in_a_page_fails_the_strict_build(tmp_path):

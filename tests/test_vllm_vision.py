@@ -47,6 +47,13 @@ def test_multimodal_datasets(published):
     startup = store.frame(env, "multimodal.startup_memory")
     assert set(startup["limit_mm"]) == {"default", "count only", "size hints", "image 0"}
     assert not env.has("multimodal.accuracy"), "dummy weights must not produce accuracy rows"
+    cache = store.frame(env, "multimodal.processor_cache").set_index("mm_processor_cache_gb")
+    assert set(cache.index) == {0, 4} and (cache["server_rss_mib"] > 100).all()
+    multi = store.frame(env, "multimodal.multi_image")
+    one, four = (multi[(multi["images_per_prompt"] == k) & (multi["concurrency"] == 1)]["prompt_tokens"].iloc[0] for k in (1, 4))
+    assert four > 3 * (one - 30), "four images carry about four times the image tokens"
+    formats = store.frame(env, "multimodal.untrusted_formats").set_index("format")
+    assert formats.loc["PNG (control)", "accepted"] and len(formats) == 4
 
 
 @pytest.mark.vllm

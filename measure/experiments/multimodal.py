@@ -18,6 +18,7 @@ import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
 from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness.client import gather_limited
 from measure.harness.logparse import parse_startup
 from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
@@ -103,6 +104,41 @@ REPEAT_SUMMARY = DatasetSchema(
         Column("mm_cache_hits", "int"),
     ),
 )
+PROCESSOR_CACHE = DatasetSchema(
+    name="multimodal.processor_cache",
+    title={"zh": "处理程序缓存开与关", "en": "Processor cache on and off"},
+    key=("mm_processor_cache_gb",),
+    columns=(
+        Column("mm_processor_cache_gb", "int", "GiB", "--mm-processor-cache-gb"),
+        Column("server_rss_mib", "float", "MiB", "resident memory of every process of the server, after the requests"),
+        Column("first_ttft_ms", "float", "ms", "median TTFT of an image's first request"),
+        Column("repeat_ttft_ms", "float", "ms", "median TTFT when the same image is sent again"),
+        Column("images", "int"),
+    ),
+)
+MULTI_IMAGE = DatasetSchema(
+    name="multimodal.multi_image",
+    title={"zh": "一次多张图与并发请求", "en": "Several images per prompt, and concurrent requests"},
+    key=("images_per_prompt", "concurrency"),
+    columns=(
+        Column("images_per_prompt", "int"),
+        Column("concurrency", "int", "", "requests in flight at once"),
+        Column("prompt_tokens", "int", "tokens", "median"),
+        Column("ttft_ms", "float", "ms", "median over requests (new images each time)"),
+        Column("requests", "int"),
+    ),
+)
+UNTRUSTED = DatasetSchema(
+    name="multimodal.untrusted_formats",
+    title={"zh": "非光栅格式的图像", "en": "Images in non-raster formats"},
+    key=("format",),
+    columns=(
+        Column("format", "str", doc="what the bytes are; the data URL always claims image/png"),
+        Column("status", "int", "HTTP status"),
+        Column("accepted", "bool", doc="the server answered 200"),
+        Column("answer", "str", doc="error text, truncated", nullable=True),
+    ),
+)
 ACCURACY = DatasetSchema(
     name="multimodal.accuracy",
     title={"zh": "读图正确率（仅真实权重）", "en": "Reading accuracy (real weights only)"},
@@ -114,6 +150,25 @@ ACCURACY = DatasetSchema(
         Column("total", "int"),
     ),
 )
+
+
+MULTI_MAX = 4
+MULTI_POINTS = [(k, 1) for k in range(1, MULTI_MAX + 1)] + [(1, c) for c in (4, 16)]
+# Bytes of formats the 0.32.0 release notes say untrusted images may no longer be opened as; a PNG for control.
+UNTRUSTED_PAYLOADS = {
+    "EPS": b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 16 16\nnewpath 0 0 moveto 16 16 lineto stroke\nshowpage\n%%EOF\n",
+    "PostScript": b"%!PS-Adobe-3.0\n%%Pages: 1\n%%EndComments\nnewpath 0 0 moveto 72 72 lineto stroke\nshowpage\n%%EOF\n",
+    "WMF (placeable)": bytes.fromhex("d7cdc69a0000000000001000100048000000000000000000") + bytes.fromhex("010009000003") + bytes(12),
+}
+
+
+def _png_bytes() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 32), "white").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+UNTRUSTED_PAYLOADS["PNG (control)"] = _png_bytes()
 
 
 def draw(side: int, index: int) -> tuple[str, str, str]:
@@ -145,7 +200,8 @@ def limit(count: int, side: int | None = None) -> str:
 class Multimodal(Experiment):
     name = "multimodal"
     title = {"zh": "多模态输入", "en": "Multimodal input"}
-    datasets = (STARTUP_MEMORY, SIZE_HINT_GAIN, IMAGE_TOKENS, SIDE_DOUBLING, REPEAT_REQUESTS, REPEAT_SUMMARY, ACCURACY)
+    datasets = (STARTUP_MEMORY, SIZE_HINT_GAIN, IMAGE_TOKENS, SIDE_DOUBLING, REPEAT_REQUESTS, REPEAT_SUMMARY, ACCURACY,
+                PROCESSOR_CACHE, MULTI_IMAGE, UNTRUSTED)
 
     def unavailable(self, profile, python: str) -> str | None:
         # vLLM's Qwen-VL models import transformers' image processor, which imports torchvision.
@@ -191,7 +247,17 @@ class Multimodal(Experiment):
         steps.append(Step(serving, f"image tokens and TTFT: sides {self.sides(profile)} × {n * repeats} new images",
                           len(self.sides(profile)) * n * repeats, 0.5 * len(self.sides(profile)) * n * repeats))
         steps.append(Step(serving, f"repeat images: {n * 2} images × 3 asks", n * 6, n * 6 * 0.5))
+        steps.append(Step(serving, f"untrusted formats: {len(UNTRUSTED_PAYLOADS)} payloads", len(UNTRUSTED_PAYLOADS), 5))
+        for gb in (4, 0):
+            steps.append(Step(self.cache_spec(gb), f"processor cache {gb} GiB: {n} images × 2" +
+                              ("; 1-4 images per prompt; concurrency 1/4/16" if gb == 4 else ""), n * 2 + 40, 30))
         return steps
+
+    def cache_spec(self, gb: int) -> ServerSpec:
+        """Serving with up to MULTI_MAX images per prompt, and a given processor cache size."""
+        side = 448
+        lim = json.dumps({"image": {"count": MULTI_MAX, "width": side, "height": side}, "video": 0}, separators=(",", ":"))
+        return self.spec(lim, ("--mm-processor-cache-gb", str(gb)), label=f"vl-cache-{gb}gb")
 
     def run(self, ctx):
         self.run_startup_memory(ctx)
@@ -199,6 +265,67 @@ class Multimodal(Experiment):
         client = ctx.client(server)
         self.run_image_tokens(ctx, client)
         self.run_repeats(ctx, server, client)
+        self.run_untrusted(ctx, client)
+        for gb in (4, 0):
+            if ctx.done(PROCESSOR_CACHE, mm_processor_cache_gb=gb) and (gb == 0 or self.multi_done(ctx)):
+                continue
+            server = ctx.server(self.cache_spec(gb))
+            client = ctx.client(server)
+            self.run_processor_cache(ctx, server, client, gb)
+            if gb == 4:
+                self.run_multi_image(ctx, client)
+
+    def run_untrusted(self, ctx, client):
+        for fmt, payload in UNTRUSTED_PAYLOADS.items():
+            if ctx.done(UNTRUSTED, format=fmt):
+                continue
+            url = "data:image/png;base64," + base64.b64encode(payload).decode()
+            r = ctx.run(client.chat_stream(image_message(url, QUESTION_COLOUR), max_tokens=1))
+            status = 200 if r.ok else int(r.error.split(":")[0]) if r.error.split(":")[0].isdigit() else 0
+            ctx.record(UNTRUSTED, {"format": fmt, "status": status, "accepted": r.ok,
+                                   "answer": None if r.ok else r.error.split(":", 1)[-1].strip()[:300]})
+
+    def run_processor_cache(self, ctx, server, client, gb):
+        if ctx.done(PROCESSOR_CACHE, mm_processor_cache_gb=gb):
+            return
+        n = ctx.sizes.get("images_per_side", 3)
+        first, repeat = [], []
+        for i in range(ctx.sizes["warmup"] + n):
+            url, _, _ = draw(448, 20_000 + i)  # same images for both cache sizes
+            a = ctx.run(client.chat_stream(image_message(url, QUESTION_DIGITS), max_tokens=1))
+            b = ctx.run(client.chat_stream(image_message(url, QUESTION_COLOUR), max_tokens=1))
+            if not (a.ok and b.ok):
+                raise RuntimeError(f"processor-cache request failed: {a.error or b.error}")
+            if i >= ctx.sizes["warmup"]:
+                first.append(a.ttft_s * 1000)
+                repeat.append(b.ttft_s * 1000)
+        ctx.record(PROCESSOR_CACHE, {"mm_processor_cache_gb": gb, "server_rss_mib": server.rss_mib(),
+                                     "first_ttft_ms": statistics.median(first),
+                                     "repeat_ttft_ms": statistics.median(repeat), "images": n})
+
+    def multi_done(self, ctx) -> bool:
+        return all(ctx.done(MULTI_IMAGE, images_per_prompt=k, concurrency=c) for k, c in MULTI_POINTS)
+
+    def run_multi_image(self, ctx, client):
+        base = 30_000
+        for k, conc in MULTI_POINTS:
+            if ctx.done(MULTI_IMAGE, images_per_prompt=k, concurrency=conc):
+                continue
+            requests = max(conc, ctx.sizes["repeats"])
+
+            def factory(first: int, k=k):
+                urls = [draw(448, first + m)[0] for m in range(k)]
+                content = [{"type": "image_url", "image_url": {"url": u}} for u in urls]
+                content.append({"type": "text", "text": QUESTION_COLOUR})
+                return lambda: client.chat_stream([{"role": "user", "content": content}], max_tokens=1)
+
+            batch = ctx.run(gather_limited([factory(base + i * MULTI_MAX) for i in range(requests)], conc))
+            base += requests * MULTI_MAX  # never resend an image: each TTFT includes the encoder
+            if batch.errors:
+                raise RuntimeError(f"multi-image requests failed: {batch.errors[:2]}")
+            ctx.record(MULTI_IMAGE, {"images_per_prompt": k, "concurrency": conc, "requests": requests,
+                                     "prompt_tokens": int(statistics.median(r.prompt_tokens for r in batch.results)),
+                                     "ttft_ms": statistics.median(r.ttft_s * 1000 for r in batch.results)})
 
     def run_startup_memory(self, ctx):
         for cond, mem in self.memory_conditions(ctx.profile).items():

@@ -138,6 +138,23 @@ class Server:
         except (httpx.HTTPError, ValueError):
             return self.facts.version
 
+    def rss_mib(self) -> float | None:
+        """Resident memory of every process in the server's process group (API server, engine, workers)."""
+        if self.process is None:
+            return None
+        pgid, total_kib = os.getpgid(self.process.pid), 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) != pgid:  # field 5 of /proc/PID/stat: process group
+                    continue
+                for line in (stat.parent / "status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total_kib += int(line.split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+        return round(total_kib / 1024, 1)
+
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from measure.site.claims import Claim
 
 # Measurement units only: "8 GB-class card" names hardware, "21,900 tok/s" is a measurement.
-UNITS = r"(?:tok/s|tokens?/s|ms\b|GiB\b|MiB\b|%|倍|×|x\b)"
+UNITS = r"(?:tok/s|tokens?/s|ms\b|GiB\b|MiB\b|%|倍|×(?!\s?\d)|x\b)"  # 448×448 is a size, not a ratio
 TYPED_NUMBER = re.compile(r"(?<![\w.#/-])\d[\d,.]*\s?" + UNITS)
 CODE_OR_MACRO = re.compile(r"```.*?```|`[^`\n]*`|\{\{.*?\}\}|\{%.*?%\}|<[^>]+>", re.S)
 
