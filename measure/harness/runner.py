@@ -170,11 +170,11 @@ def run(opts: RunOptions) -> list[str]:
                     if schema.name in promoted_now:
                         used = ctx.dataset_servers.get(schema.name) or planned  # noqa: B023 - called before ctx changes
                         datasets[schema.name] = {"experiment": exp.name, "date": date, "code_revision": revision,
-                                                 "servers": sorted(used)}
+                                                 "servers": sorted(used), "software": sw}
                 datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
                                           "servers": sorted(servers)}
                 current.setdefault("experiments", {})[exp.name] = {
-                    "fingerprint": prints[exp.name], "date": date, "code_revision": revision,  # noqa: B023
+                    "fingerprint": prints[exp.name], "date": date, "code_revision": revision, "software": sw,  # noqa: B023
                     "datasets": sorted(n for n in promoted_now if n != STARTUP.name),
                 }
                 return current

@@ -105,12 +105,12 @@ class ClaimRenderer:
             c = prov["citation"]
             return f"{t('cited', self.lang)}: {c.get('title', '')} ({c.get('date', '')}; {c.get('hardware', '')})"
         ds = env.dataset_provenance(dataset)
-        sw = prov.get("software", {})
+        sw = ds.get("software") or prov.get("software", {})  # per dataset since runs may differ
         servers = env.servers_for(dataset)
         models = ", ".join(sorted({f"{s.get('model', '?')} ({t('weights', self.lang)}: {s.get('weights', '?')})" for s in servers}))
         parts = [
             env.label(self.lang),
-            f"vLLM {sw.get('vllm', '?')}",
+            f"vLLM {sw.get('vllm', '?')}" + (f", torch {sw['torch']}" if sw.get("torch") else ""),
             models,
             ds.get("date", prov.get("date", "")),
             f"rev {str(ds.get('code_revision', prov.get('code_revision', '')))[:10]}",
