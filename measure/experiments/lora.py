@@ -1,9 +1,24 @@
-"""LoRA multi-adapter serving. Datasets declared; runner pending (issue #7)."""
+"""LoRA multi-adapter serving: the cost of an adapter, adapters outnumbering slots, and what the
+server says to LoRA together with speculative decoding.
+
+Adapters are made here with peft from the base model's own config (random weights, fixed seed), so
+speed and memory are real while outputs are not.
+"""
 
 from __future__ import annotations
 
-from measure.experiment import Experiment, register
+import statistics
+from pathlib import Path
+
+from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness.client import gather_limited
+from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
+
+RANKS = (8, 16, 64)
+SLOT_ADAPTERS = (1, 2, 4, 8)
+SLOTS = 2
+PROMPT = "Write a short note about serving many adapters on one base model."
 
 OVERHEAD = DatasetSchema(
     name="lora.overhead",
@@ -12,25 +27,131 @@ OVERHEAD = DatasetSchema(
     columns=(
         Column("model", "str"),
         Column("rank", "int", nullable=True),
-        Column("metric", "str", doc="what slowed down, e.g. throughput"),
-        Column("slowdown_pct", "float", "%"),
+        Column("metric", "str", doc="what slowed down: generation throughput, or TTFT"),
+        Column("slowdown_pct", "float", "%", "how much worse than without an adapter"),
+        Column("base_value", "float", doc="without an adapter (tok/s or ms)", nullable=True),
+        Column("adapter_value", "float", doc="through the adapter (tok/s or ms)", nullable=True),
     ),
 )
-SLOTS = DatasetSchema(
+SLOTS_DATASET = DatasetSchema(
     name="lora.slots",
     title={"zh": "适配器数超过槽位时的吞吐量", "en": "Throughput when adapters outnumber slots"},
     key=("adapters", "max_loras"),
     columns=(
-        Column("adapters", "int"),
-        Column("max_loras", "int"),
-        Column("tokens_per_s", "float", "tok/s"),
+        Column("adapters", "int", "", "adapters requested in turn"),
+        Column("max_loras", "int", "", "--max-loras slots"),
+        Column("tokens_per_s", "float", "tok/s", "generated tokens / wall time"),
     ),
 )
+COMPAT = DatasetSchema(
+    name="lora.compat",
+    title={"zh": "LoRA 与其他功能同时开启", "en": "LoRA together with other features"},
+    key=("feature",),
+    columns=(
+        Column("feature", "str"),
+        Column("started", "bool", doc="the server came up"),
+        Column("error", "str", doc="the last error line of the log when it did not", nullable=True),
+    ),
+)
+
+
+def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
+    """A LoRA adapter with random (non-zero) weights for the base model's architecture."""
+    if (dest / "adapter_config.json").is_file():
+        return dest
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base_path))
+    config = LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+                        init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(dest)
+    return dest
 
 
 @register
 class Lora(Experiment):
     name = "lora"
     title = {"zh": "LoRA 多适配器服务", "en": "LoRA multi-adapter serving"}
-    datasets = (OVERHEAD, SLOTS)
-    pending = "issue #7"
+    datasets = (OVERHEAD, SLOTS_DATASET, COMPAT)
+
+    def unavailable(self, profile, python):
+        import importlib.util
+
+        if importlib.util.find_spec("peft") is None:
+            return "peft is not installed (it makes the random adapters): pip install peft"
+        return None
+
+    @staticmethod
+    def adapters(profile, cache: Path) -> dict[str, tuple[int, Path]]:
+        """name -> (rank, folder); made lazily in run(), named here so server specs are stable."""
+        found = {f"rank{r}": (r, cache / f"lora-rank{r}") for r in RANKS}
+        found |= {f"slot{i}": (8, cache / f"lora-slot{i}") for i in range(max(SLOT_ADAPTERS))}
+        return found
+
+    def spec(self, profile, cache: Path, names, max_loras: int, label: str, extra=()) -> ServerSpec:
+        modules = tuple(f"{n}={self.adapters(profile, cache)[n][1]}" for n in names)
+        return ServerSpec("chat", ("--enable-lora", "--max-loras", str(max_loras), "--max-lora-rank", str(max(RANKS)),
+                                   "--lora-modules", *modules, *extra), label=label)
+
+    def specs(self, profile, cache: Path):
+        overhead = self.spec(profile, cache, [f"rank{r}" for r in RANKS], len(RANKS), "lora-overhead")
+        slots = self.spec(profile, cache, [f"slot{i}" for i in range(max(SLOT_ADAPTERS))], SLOTS, "lora-slots")
+        spec_decode = self.spec(profile, cache, ["rank8"], 1, "lora-specdec", (
+            "--speculative-config", '{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":2}'))
+        return overhead, slots, spec_decode
+
+    def plan(self, profile):
+        from measure.harness.server import REPO_ROOT
+
+        overhead, slots, spec_decode = self.specs(profile, REPO_ROOT / ".cache" / "models")
+        n = profile.sizes.get("lora_requests", 16)
+        return [Step(overhead, f"base vs rank {RANKS}: {n} requests each", n * (len(RANKS) + 1), 20),
+                Step(slots, f"{SLOT_ADAPTERS} adapters in turn over {SLOTS} slots", n * len(SLOT_ADAPTERS), 20),
+                Step(spec_decode, "start with LoRA + ngram speculative decoding", 0, 5)]
+
+    def run(self, ctx):
+        cache = ctx.pool.cache_dir
+        base = ctx.model("chat")
+        for i, (_, (rank, folder)) in enumerate(sorted(self.adapters(ctx.profile, cache).items())):
+            make_adapter(base.path, rank, folder, seed=i)
+        overhead, slots, spec_decode = self.specs(ctx.profile, cache)
+        n = ctx.sizes.get("lora_requests", 16)
+        if not all(ctx.done(OVERHEAD, model=base.name, rank=r, metric=m) for r in RANKS for m in ("throughput", "ttft")):
+            client = ctx.client(ctx.server(overhead))
+            base_tps, base_ttft = self.load(ctx, client, [base.name] * n)
+            for r in RANKS:
+                tps, ttft = self.load(ctx, client, [f"rank{r}"] * n)
+                ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "throughput", "base_value": base_tps,
+                                      "adapter_value": tps, "slowdown_pct": (base_tps - tps) / base_tps * 100})
+                ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "ttft", "base_value": base_ttft,
+                                      "adapter_value": ttft, "slowdown_pct": (ttft - base_ttft) / base_ttft * 100})
+        if not all(ctx.done(SLOTS_DATASET, adapters=a, max_loras=SLOTS) for a in SLOT_ADAPTERS):
+            client = ctx.client(ctx.server(slots))
+            for a in SLOT_ADAPTERS:
+                names = [f"slot{i % a}" for i in range(n)]
+                tps, _ = self.load(ctx, client, names)
+                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS, "tokens_per_s": tps})
+        if not ctx.done(COMPAT, feature="speculative decoding (ngram)"):
+            try:
+                ctx.server(spec_decode)
+                ctx.record(COMPAT, {"feature": "speculative decoding (ngram)", "started": True})
+            except ServerFailed as exc:
+                ctx.record(COMPAT, {"feature": "speculative decoding (ngram)", "started": False, "error": exc.reason[:300]})
+
+    @staticmethod
+    def load(ctx, client, models: list[str]) -> tuple[float, float]:
+        """Requests with the given model names, 8 in flight: (generated tok/s, median TTFT ms)."""
+        ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=4))  # warm-up, not timed
+
+        def request(model):
+            return lambda: client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=32,
+                                              model_override=model)
+
+        batch = ctx.run(gather_limited([request(m) for m in models], 8))
+        if batch.errors:
+            raise RuntimeError(f"LoRA requests failed: {batch.errors[:2]}")
+        tokens = sum(r.completion_tokens or 0 for r in batch.results)
+        return tokens / batch.wall_s, statistics.median(r.ttft_s * 1000 for r in batch.results)

@@ -67,7 +67,9 @@ class Client:
         # One event loop per experiment (RunContext.run) keeps this async client valid across calls.
         self.openai = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0)
 
-    async def chat_stream(self, messages: list[dict], max_tokens: int = 16, **extra) -> RequestResult:
+    async def chat_stream(self, messages: list[dict], max_tokens: int = 16, model_override: str | None = None,
+                          **extra) -> RequestResult:
+        """One streamed chat request; ``model_override`` picks another served name (e.g. a LoRA adapter)."""
         start = time.perf_counter()
         first = last = None
         itl: list[float] = []
@@ -75,7 +77,7 @@ class Client:
         usage = None
         try:
             stream = await self.openai.chat.completions.create(
-                model=self.model,
+                model=model_override or self.model,
                 messages=messages,
                 max_tokens=max_tokens,
                 temperature=0.0,
