@@ -50,7 +50,8 @@ COMPAT = DatasetSchema(
     columns=(
         Column("feature", "str"),
         Column("started", "bool", doc="the server came up"),
-        Column("error", "str", doc="the last error line of the log when it did not", nullable=True),
+        Column("adapter_request_ok", "bool", doc="a request through an adapter was answered", nullable=True),
+        Column("error", "str", doc="the log's last error line, or the request's error", nullable=True),
     ),
 )
 
@@ -107,9 +108,9 @@ class Lora(Experiment):
         from measure.harness.server import REPO_ROOT
 
         overhead, slots, spec_decode = self.specs(profile, REPO_ROOT / ".cache" / "models")
-        n = profile.sizes.get("lora_requests", 16)
-        return [Step(overhead, f"base vs rank {RANKS}: {n} requests each", n * (len(RANKS) + 1), 20),
-                Step(slots, f"{SLOT_ADAPTERS} adapters in turn over {SLOTS} slots", n * len(SLOT_ADAPTERS), 20),
+        n, reps = profile.sizes.get("lora_requests", 16), profile.sizes["repeats"]
+        return [Step(overhead, f"base vs rank {RANKS}: {reps} × {n} requests each", reps * n * (len(RANKS) + 1), 20 * reps),
+                Step(slots, f"{SLOT_ADAPTERS} adapters in turn over {SLOTS} slots", reps * n * len(SLOT_ADAPTERS), 20 * reps),
                 Step(spec_decode, "start with LoRA + ngram speculative decoding", 0, 5)]
 
     def run(self, ctx):
@@ -119,36 +120,54 @@ class Lora(Experiment):
             make_adapter(base.path, rank, folder, seed=i)
         overhead, slots, spec_decode = self.specs(ctx.profile, cache)
         n = ctx.sizes.get("lora_requests", 16)
+        repeats = ctx.sizes["repeats"]
         if not all(ctx.done(OVERHEAD, model=base.name, rank=r, metric=m) for r in RANKS for m in ("throughput", "ttft")):
             client = ctx.client(ctx.server(overhead))
-            base_tps, base_ttft = self.load(ctx, client, [base.name] * n)
+            names = [base.name] + [f"rank{r}" for r in RANKS]
+            self.warm(ctx, client, names)
+            tps: dict[str, list[float]] = {m: [] for m in names}
+            ttft: dict[str, list[float]] = {m: [] for m in names}
+            for rep in range(repeats):  # interleaved, rotating order: drift hits every arm alike
+                for name in names[rep % len(names):] + names[:rep % len(names)]:
+                    t, f = self.load(ctx, client, [name] * n)
+                    tps[name].append(t)
+                    ttft[name].append(f)
+            base_tps, base_ttft = statistics.median(tps[base.name]), statistics.median(ttft[base.name])
             for r in RANKS:
-                tps, ttft = self.load(ctx, client, [f"rank{r}"] * n)
+                a_tps, a_ttft = statistics.median(tps[f"rank{r}"]), statistics.median(ttft[f"rank{r}"])
                 ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "throughput", "base_value": base_tps,
-                                      "adapter_value": tps, "slowdown_pct": (base_tps - tps) / base_tps * 100})
+                                      "adapter_value": a_tps, "slowdown_pct": (base_tps - a_tps) / base_tps * 100})
                 ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "ttft", "base_value": base_ttft,
-                                      "adapter_value": ttft, "slowdown_pct": (ttft - base_ttft) / base_ttft * 100})
+                                      "adapter_value": a_ttft, "slowdown_pct": (a_ttft - base_ttft) / base_ttft * 100})
         if not all(ctx.done(SLOTS_DATASET, adapters=a, max_loras=SLOTS) for a in SLOT_ADAPTERS):
             client = ctx.client(ctx.server(slots))
+            self.warm(ctx, client, [f"slot{i}" for i in range(max(SLOT_ADAPTERS))])
             for a in SLOT_ADAPTERS:
                 names = [f"slot{i % a}" for i in range(n)]
-                tps, _ = self.load(ctx, client, names)
-                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS, "tokens_per_s": tps})
+                rates = [self.load(ctx, client, names)[0] for _ in range(repeats)]
+                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS, "tokens_per_s": statistics.median(rates)})
         if not ctx.done(COMPAT, feature="speculative decoding (ngram)"):
+            row = {"feature": "speculative decoding (ngram)"}
             try:
-                ctx.server(spec_decode)
-                ctx.record(COMPAT, {"feature": "speculative decoding (ngram)", "started": True})
+                client = ctx.client(ctx.server(spec_decode))
+                r = ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=8, model_override="rank8"))
+                row |= {"started": True, "adapter_request_ok": r.ok, "error": r.error[:300] or None}
             except ServerFailed as exc:
-                ctx.record(COMPAT, {"feature": "speculative decoding (ngram)", "started": False, "error": exc.reason[:300]})
+                row |= {"started": False, "error": exc.reason[:300]}
+            ctx.record(COMPAT, row)
+
+    @staticmethod
+    def warm(ctx, client, names: list[str]) -> None:
+        """One untimed request per served name, so no timed batch pays for a first load."""
+        for name in names:
+            ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=4, model_override=name))
 
     @staticmethod
     def load(ctx, client, models: list[str]) -> tuple[float, float]:
         """Requests with the given model names, 8 in flight: (generated tok/s, median TTFT ms)."""
-        ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=4))  # warm-up, not timed
-
         def request(model):
             return lambda: client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=32,
-                                              model_override=model)
+                                              model_override=model, extra_body={"ignore_eos": True})
 
         batch = ctx.run(gather_limited([request(m) for m in models], 8))
         if batch.errors:
