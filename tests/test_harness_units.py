@@ -1,6 +1,8 @@
-"""Log parsing and metrics deltas on text recorded from real vLLM servers (tests/fixtures)."""
+"""Harness units on recorded text and on pure functions: log parsing, metrics deltas, layouts, parameter counts."""
 
 from pathlib import Path
+
+import pytest
 
 from measure.harness.logparse import parse_startup
 from measure.harness.metrics import parse
@@ -81,3 +83,57 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     (published / "pooling.rerank_latency.csv").write_text("x\n")
     assert "unchanged since d" in up_to_date(exp, fp, published)
     assert up_to_date(exp, "other", published) is None
+
+
+def test_parallel_layouts_and_cpu_binding():
+    from measure.experiments.parallelism import Layout, cpu_bind
+
+    layout = Layout.parse("TP=2×PP=2")
+    assert (layout.tp, layout.pp, layout.dp, layout.ranks, layout.name) == (2, 2, 1, 4, "TP=2×PP=2")
+    assert layout.args == ("--tensor-parallel-size", "2", "--pipeline-parallel-size", "2")
+    assert Layout.parse("single").args == () and Layout.parse("DP=4").args == ("--data-parallel-size", "4")
+    with pytest.raises(ValueError, match="expected parts like"):
+        Layout.parse("EP=2")
+    assert cpu_bind(2, [0, 1]) == "0|1" and cpu_bind(2, [0, 1, 2, 3]) == "0-1|2-3" and cpu_bind(1, [4, 5]) == "4-5"
+    with pytest.raises(ValueError, match="need 4 cores"):
+        cpu_bind(4, [0, 1])
+
+
+def test_topology_link_between_gpu0_and_gpu1():
+    from measure.experiments.parallelism import topo_link
+
+    matrix = ("\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n"
+              "GPU0\t X \tNV18\tSYS\t0-63\t0\n"
+              "GPU1\tNV18\t X \tPIX\t0-63\t0\n")
+    assert topo_link(matrix) == "NV18" and topo_link(matrix, 1, 2) == "PIX" and topo_link("") is None
+
+
+def test_matmul_params_of_the_vendored_configs():
+    import json
+
+    from measure.experiments.pooling_limits import matmul_params
+    from measure.models import CONFIGS
+
+    def params(name):
+        return matmul_params(json.loads((CONFIGS / name / "config.json").read_text()))
+
+    # Qwen3-0.6B: 28 layers × (q,o 1024×2048 each; k,v 1024×1024 each; gate/up/down 1024×3072 each)
+    assert params("Qwen3-0.6B") == 28 * (2 * 1024 * 2048 + 2 * 1024 * 1024 + 3 * 1024 * 3072)
+    assert params("Qwen3-Embedding-0.6B") == params("Qwen3-0.6B")  # same trunk, no LM head in either count
+    bert = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536, "num_attention_heads": 12,
+            "hidden_act": "gelu"}
+    assert matmul_params(bert) == 6 * (4 * 384 * 384 + 2 * 384 * 1536)  # all-MiniLM-L6-v2: ungated MLP
+
+
+def test_first_exception_of_a_crashed_engine_log():
+    from measure.experiments.parallelism import first_exception
+
+    log = "\n".join([
+        "(APIServer pid=1) WARNING 11-29 13:07:45 [system_utils.py:255] Found ulimit of 20000",
+        "(Worker_PP1 pid=2) ERROR 11-29 13:08:18 [multiproc_executor.py:1063] AssertionError",
+        "(EngineCore pid=3) ERROR 11-29 13:08:18 [core.py:1512] KeyError: 'chatcmpl-a95f'",
+        "(APIServer pid=1) ERROR 11-29 13:08:18 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore",
+        "(APIServer pid=1) ERROR 11-29 13:08:18 [serving.py:929] Error in chat completion stream generator.",
+    ])
+    assert first_exception(log) == "AssertionError"
+    assert first_exception("nothing here") == "?"

@@ -1,23 +1,14 @@
 """The LoRA experiment end to end on a real vLLM (CPU backend, tiny Qwen3, random peft adapters)."""
 
-import os
-import subprocess
-import sys
-
 import pytest
-from conftest import REPO, VLLM_HOW, python_imports, require
+from conftest import VLLM_HOW, python_imports, require, run_measure
 
 pytestmark = pytest.mark.vllm
 
 
 def test_lora_datasets(tmp_path):
     require(python_imports("import vllm, peft"), "vLLM and peft", VLLM_HOW)
-    env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"}
-    run = subprocess.run(
-        [sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", "lora", "--profile", "cpu",
-         "--env", "lora-cpu"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500,
-    )
-    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+    run_measure(tmp_path, "lora-cpu", "lora")
     from measure.site.scan import make_store
 
     store = make_store(tmp_path / "data")
@@ -29,3 +20,6 @@ def test_lora_datasets(tmp_path):
     assert sorted(slots["adapters"]) == [1, 2, 4, 8] and (slots["tokens_per_s"] > 0).all()
     compat = store.frame(env_, "lora.compat")
     assert len(compat) == 1  # started or refused: either is the recorded answer
+    row = compat.iloc[0]
+    if row["started"] and row["adapter_request_ok"]:  # then /metrics says whether speculation ran for it
+        assert 0 <= row["accepted_tokens"] <= row["draft_tokens"]

@@ -19,6 +19,8 @@ RANKS = (8, 16, 64)
 SLOT_ADAPTERS = (1, 2, 4, 8)
 SLOTS = 2
 PROMPT = "Write a short note about serving many adapters on one base model."
+# Repeated phrases give the ngram proposer matches to draft from, so speculation has something to do.
+REPEATING_PROMPT = "Repeat after me: one adapter, two adapters, one adapter, two adapters, one adapter, two adapters,"
 
 OVERHEAD = DatasetSchema(
     name="lora.overhead",
@@ -51,6 +53,8 @@ COMPAT = DatasetSchema(
         Column("feature", "str"),
         Column("started", "bool", doc="the server came up"),
         Column("adapter_request_ok", "bool", doc="a request through an adapter was answered", nullable=True),
+        Column("draft_tokens", "int", "tokens", "speculative tokens proposed during that request (/metrics)", nullable=True),
+        Column("accepted_tokens", "int", "tokens", "of those, accepted", nullable=True),
         Column("error", "str", doc="the log's last error line, or the request's error", nullable=True),
     ),
 )
@@ -149,9 +153,15 @@ class Lora(Experiment):
         if not ctx.done(COMPAT, feature="speculative decoding (ngram)"):
             row = {"feature": "speculative decoding (ngram)"}
             try:
-                client = ctx.client(ctx.server(spec_decode))
-                r = ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=8, model_override="rank8"))
-                row |= {"started": True, "adapter_request_ok": r.ok, "error": r.error[:300] or None}
+                server = ctx.server(spec_decode)
+                client = ctx.client(server)
+                before = server.metrics()
+                r = ctx.run(client.chat_stream([{"role": "user", "content": REPEATING_PROMPT}], max_tokens=32,
+                                               model_override="rank8", extra_body={"ignore_eos": True}))
+                delta = server.metrics() - before
+                row |= {"started": True, "adapter_request_ok": r.ok, "error": r.error[:300] or None,
+                        "draft_tokens": int(delta.get("vllm:spec_decode_num_draft_tokens", 0)),
+                        "accepted_tokens": int(delta.get("vllm:spec_decode_num_accepted_tokens", 0))}
             except ServerFailed as exc:
                 row |= {"started": False, "error": exc.reason[:300]}
             ctx.record(COMPAT, row)

@@ -261,11 +261,14 @@ class Multimodal(Experiment):
 
     def run(self, ctx):
         self.run_startup_memory(ctx)
-        server = ctx.server(self.serving_spec(ctx.profile))
-        client = ctx.client(server)
-        self.run_image_tokens(ctx, client)
-        self.run_repeats(ctx, server, client)
-        self.run_untrusted(ctx, client)
+        if not all(ctx.skipped(d) for d in (IMAGE_TOKENS, REPEAT_REQUESTS, UNTRUSTED)):
+            server = ctx.server(self.serving_spec(ctx.profile))
+            client = ctx.client(server)
+            if not ctx.skipped(IMAGE_TOKENS):
+                self.run_image_tokens(ctx, client)
+            if not ctx.skipped(REPEAT_REQUESTS):
+                self.run_repeats(ctx, server, client)
+            self.run_untrusted(ctx, client)
         for gb in (4, 0):
             if ctx.done(PROCESSOR_CACHE, mm_processor_cache_gb=gb) and (gb == 0 or self.multi_done(ctx)):
                 continue

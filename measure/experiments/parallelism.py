@@ -1,8 +1,24 @@
-"""TP / PP / DP / EP on several GPUs. Datasets declared; runner pending (issue #9, needs a multi-GPU host)."""
+"""TP / PP / DP on one host: the same model and load under each layout.
+
+On a GPU host the layouts that fit its GPU count run with Qwen3-8B's architecture (dummy weights); on
+the CPU backend, layouts of two ranks run with the tiny Qwen3 (one core per rank), which exercises the
+same code paths and flags without saying anything about GPU interconnects.
+"""
 
 from __future__ import annotations
 
-from measure.experiment import Experiment, register
+import os
+import random
+import re
+import statistics
+from dataclasses import dataclass
+
+from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.experiments.pooling import WORDS, sentences
+from measure.harness import provenance as prov
+from measure.harness.client import gather_limited
+from measure.harness.load import chat_load, summarise
+from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
 
 SCALING = DatasetSchema(
@@ -10,11 +26,16 @@ SCALING = DatasetSchema(
     title={"zh": "并行方式与吞吐量", "en": "Parallel layout and throughput"},
     key=("layout", "concurrency"),
     columns=(
-        Column("layout", "str", doc="e.g. TP=2, PP=2, DP=2"),
-        Column("concurrency", "int"),
-        Column("tokens_per_s", "float", "tok/s"),
-        Column("ttft_ms", "float", "ms", nullable=True),
-        Column("kv_cache_tokens", "int", "tokens", nullable=True),
+        Column("layout", "str", doc="e.g. TP=2, PP=2, DP=2, TP=2×PP=2"),
+        Column("ranks", "int", "", "GPUs (or CPU ranks) the layout uses"),
+        Column("enforce_eager", "bool", doc="false where the layout needed --no-enforce-eager (see parallelism.layouts)"),
+        Column("concurrency", "int", "requests", "in flight at most"),
+        Column("requests", "int"),
+        Column("output_tok_s", "float", "tok/s", "generated tokens / wall time"),
+        Column("ttft_ms", "float", "ms", "median", nullable=True),
+        Column("itl_ms", "float", "ms", "median gap between streamed tokens", nullable=True),
+        Column("kv_cache_tokens", "int", "tokens", "from the start-up log (summed over DP engines where logged per engine)", nullable=True),
+        Column("max_concurrency", "float", "×", "from the start-up log", nullable=True),
     ),
 )
 COMM_COST = DatasetSchema(
@@ -23,24 +44,249 @@ COMM_COST = DatasetSchema(
     key=("layout",),
     columns=(
         Column("layout", "str"),
-        Column("itl_ms", "float", "ms", "per-token latency at batch 1"),
-        Column("interconnect", "str", nullable=True),
+        Column("enforce_eager", "bool"),
+        Column("itl_ms", "float", "ms", "per-token latency at concurrency 1, median"),
+        Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's"),
+        Column("interconnect", "str", doc="nvidia-smi topo -m between rank 0 and 1, or the CPU backend's shared memory", nullable=True),
+    ),
+)
+LAYOUTS = DatasetSchema(
+    name="parallelism.layouts",
+    title={"zh": "各布局能否启动并回答", "en": "Whether each layout starts and answers"},
+    key=("layout", "enforce_eager"),
+    columns=(
+        Column("layout", "str"),
+        Column("ranks", "int"),
+        Column("enforce_eager", "bool", doc="--enforce-eager (the profile's default) or --no-enforce-eager"),
+        Column("started", "bool", doc="/health answered"),
+        Column("first_request_ok", "bool", doc="a chat request was answered", nullable=True),
+        Column("startup_s", "float", "s", nullable=True),
+        Column("error", "str", doc="why not: the log's reason or the request's error", nullable=True),
     ),
 )
 DP_ROUTING = DatasetSchema(
     name="parallelism.dp_routing",
     title={"zh": "DP 下的前缀缓存命中与路由", "en": "Prefix-cache hits under DP and routing"},
-    key=("routing",),
+    key=("layout", "routing"),
     columns=(
-        Column("routing", "str", doc="round-robin | pinned"),
+        Column("layout", "str"),
+        Column("routing", "str", doc="round-robin | pinned (X-data-parallel-rank by prefix)"),
+        Column("requests", "int"),
+        Column("prefix_cache_queries", "int", "tokens"),
+        Column("prefix_cache_hits", "int", "tokens"),
         Column("prefix_hit_rate", "float", "%"),
+        Column("ttft_ms", "float", "ms", "median", nullable=True),
     ),
 )
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+
+    @property
+    def ranks(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def name(self) -> str:
+        parts = [f"{k}={v}" for k, v in (("TP", self.tp), ("PP", self.pp), ("DP", self.dp)) if v > 1]
+        return "×".join(parts) or "single"
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        args: tuple[str, ...] = ()
+        for flag, value in (("--tensor-parallel-size", self.tp), ("--pipeline-parallel-size", self.pp),
+                            ("--data-parallel-size", self.dp)):
+            if value > 1:
+                args += (flag, str(value))
+        return args
+
+    @classmethod
+    def parse(cls, text: str) -> Layout:
+        """'TP=2×PP=2' (or 'TP=2xPP=2', 'single') -> Layout."""
+        if text == "single":
+            return cls()
+        values = {}
+        for part in re.split(r"[×x*]", text):
+            key, _, value = part.partition("=")
+            if key.strip().upper() not in ("TP", "PP", "DP") or not value.strip().isdigit():
+                raise ValueError(f"layout {text!r}: expected parts like TP=2, PP=2, DP=2 joined by ×")
+            values[key.strip().lower()] = int(value)
+        return cls(**values)
+
+
+def cpu_bind(ranks: int, cores: list[int]) -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for ``ranks`` ranks: the cores split evenly, ranks joined by '|'."""
+    if ranks > len(cores):
+        raise ValueError(f"{ranks} CPU ranks need {ranks} cores; this machine offers {len(cores)}")
+    share = len(cores) // ranks
+    groups = [cores[i * share:(i + 1) * share] for i in range(ranks)]
+    return "|".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in groups)
+
+
+def topo_link(matrix: str, a: int = 0, b: int = 1) -> str | None:
+    """The link between GPU a and GPU b in ``nvidia-smi topo -m`` output (NV18, PIX, SYS…)."""
+    rows = [line.split() for line in matrix.splitlines() if line.strip()]
+    if not rows:
+        return None
+    columns = [c for c in rows[0] if c.startswith("GPU")]  # the header row names the GPU columns
+    for cols in rows[1:]:
+        if cols[0] == f"GPU{a}" and f"GPU{b}" in columns:
+            return cols[1 + columns.index(f"GPU{b}")]
+    return None
+
+
+def first_exception(log: str) -> str:
+    """The first exception line of a vLLM log ("AssertionError", "KeyError: 'x'"), without its prefix:
+    a worker's error comes first, the engine's and the API server's consequences after it."""
+    found = re.findall(r"\] ((?:\w+\.)*\w*(?:Error|Exception)(?::[^\n]*)?)$", log, flags=re.MULTILINE)
+    ordinary = [f for f in found if not f.startswith(("EngineDeadError", "vllm.v1.engine.exceptions"))]
+    return (ordinary or found or ["?"])[0].strip()[:150]
 
 
 @register
 class Parallelism(Experiment):
     name = "parallelism"
-    title = {"zh": "并行化：TP、PP、DP、EP", "en": "Parallelism: TP, PP, DP, EP"}
-    datasets = (SCALING, COMM_COST, DP_ROUTING)
-    pending = "issue #9: needs a host with 2-4 GPUs"
+    title = {"zh": "并行化：TP、PP、DP", "en": "Parallelism: TP, PP, DP"}
+    datasets = (LAYOUTS, SCALING, COMM_COST, DP_ROUTING)
+    attachable = False
+
+    @staticmethod
+    def devices(profile) -> int:
+        if profile.name == "cpu":
+            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return profile.sizes.get("gpu_count") or len(prov.gpus())
+
+    def layouts(self, profile) -> list[Layout]:
+        wanted = [Layout.parse(t) for t in profile.sizes.get("parallel_layouts", ("single", "TP=2", "PP=2", "DP=2"))]
+        return [lay for lay in wanted if lay.ranks <= self.devices(profile)]
+
+    def unavailable(self, profile, python):
+        if not any(lay.ranks > 1 for lay in self.layouts(profile)):
+            unit = "CPU cores" if profile.name == "cpu" else "GPUs"
+            return f"needs at least 2 {unit}; this machine has {self.devices(profile)}"
+        return None
+
+    def spec(self, profile, layout: Layout, eager: bool = True) -> ServerSpec:
+        env: tuple = ()
+        if profile.name == "cpu":
+            cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+            env = (("VLLM_CPU_OMP_THREADS_BIND", cpu_bind(layout.ranks, cores)),)
+        flags = () if eager else ("--no-enforce-eager",)  # overrides the profile's --enforce-eager
+        return ServerSpec("parallel", ("--max-model-len", "4096", *layout.args, *flags), env,
+                          label=f"par-{layout.name}" + ("" if eager else "-graphs"))
+
+    @staticmethod
+    def load(profile) -> dict:
+        return profile.sizes.get("parallel_load", {"concurrency": (1, 4), "requests": 8, "words": 60,
+                                                   "output_tokens": 16, "prefix_words": 200, "prefixes": 3,
+                                                   "per_prefix": 4})
+
+    def plan(self, profile):
+        load = self.load(profile)
+        steps = []
+        for layout in self.layouts(profile):
+            steps.append(Step(self.spec(profile, layout), f"{layout.name}: concurrency {load['concurrency']}, "
+                              f"{load['requests']} requests × {load['output_tokens']} tokens", len(load["concurrency"]) * load["requests"],
+                              10 * len(load["concurrency"])))
+            if layout.dp > 1:
+                n = load["prefixes"] * load["per_prefix"]
+                steps.append(Step(self.spec(profile, layout), f"{layout.name}: {n} requests sharing {load['prefixes']} "
+                                  "prefixes, round-robin vs pinned", 2 * n, 20))
+        return steps
+
+    def run(self, ctx):
+        load = self.load(ctx.profile)
+        interconnect = ("shared memory (CPU backend, one host)" if ctx.profile.name == "cpu"
+                        else topo_link(prov.gpu_topology()))
+        single_itl = None
+        for layout in self.layouts(ctx.profile):
+            todo = [c for c in load["concurrency"] if not ctx.done(SCALING, layout=layout.name, concurrency=c)]
+            routing = layout.dp > 1 and not all(ctx.done(DP_ROUTING, layout=layout.name, routing=r)
+                                               for r in ("round-robin", "pinned"))
+            comm = not ctx.done(COMM_COST, layout=layout.name)
+            if not (todo or routing or comm):
+                continue
+            served = self.serve(ctx, layout)
+            if served is None:
+                continue
+            server, client, eager = served
+            prompts = sentences(load["requests"], load["words"], seed=11)
+            for conc in load["concurrency"]:
+                summary = summarise(ctx.run(chat_load(client, prompts, load["output_tokens"], conc)), conc)
+                if conc == 1:
+                    itl = summary.itl_median_ms
+                    single_itl = itl if layout.ranks == 1 else single_itl
+                    if comm and itl is not None and layout.dp == 1:
+                        ctx.record(COMM_COST, {"layout": layout.name, "enforce_eager": eager, "itl_ms": itl,
+                                               "itl_vs_single": itl / single_itl if single_itl else None,
+                                               "interconnect": interconnect if layout.ranks > 1 else None})
+                if conc in todo:
+                    ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,
+                                         "concurrency": conc,
+                                         "requests": summary.requests, "output_tok_s": summary.output_tok_s,
+                                         "ttft_ms": summary.ttft_median_ms, "itl_ms": summary.itl_median_ms,
+                                         "kv_cache_tokens": server.facts.kv_cache_tokens,
+                                         "max_concurrency": server.facts.max_concurrency})
+            if routing:
+                self.run_routing(ctx, server, client, layout, load)
+
+    def serve(self, ctx, layout):
+        """Start ``layout`` with the profile's --enforce-eager; if that fails, once more without it.
+        Each attempt is a row of parallelism.layouts: a layout a backend cannot serve is a result too."""
+        eager_default = "--enforce-eager" in ctx.profile.server_args
+        tried = {(r["layout"], bool(r["enforce_eager"])): r for r in ctx.staging.rows(LAYOUTS)}  # a resumed run
+        for eager in (True, False) if eager_default else (False,):
+            row = {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager}
+            before = tried.get((layout.name, eager))
+            if before is not None and not before["first_request_ok"]:
+                continue
+            if before is not None:
+                server = ctx.server(self.spec(ctx.profile, layout, eager))
+                return server, ctx.client(server), eager
+            try:
+                server = ctx.server(self.spec(ctx.profile, layout, eager))
+            except ServerFailed as exc:
+                ctx.record(LAYOUTS, row | {"started": False, "error": exc.reason[:300]})
+                continue
+            client = ctx.client(server)
+            first = ctx.run(client.chat_stream([{"role": "user", "content": "Say hello."}], max_tokens=4))
+            error = first.error and f"{first.error[:150]} | log: {first_exception(server.log_text())}"
+            ctx.record(LAYOUTS, row | {"started": True, "first_request_ok": first.ok, "startup_s": server.startup_s,
+                                       "error": error[:300] if error else None})
+            if first.ok:
+                return server, client, eager
+        return None
+
+    def run_routing(self, ctx, server, client, layout, load):
+        """The same shared prefixes, sent round-robin over the DP ranks, or pinned to one rank per prefix."""
+        for routing in ("round-robin", "pinned"):
+            if ctx.done(DP_ROUTING, layout=layout.name, routing=routing):
+                continue
+            rng = random.Random(f"{routing}-{layout.name}")  # fresh prefixes per routing: no hits carried over
+            # Requests go prefix by prefix in turn; with a prefix count that the DP size does not divide,
+            # round-robin sends each prefix to a different engine on each pass.
+            if load["prefixes"] % layout.dp == 0:
+                raise ValueError(f"parallel_load prefixes={load['prefixes']} must not be a multiple of DP={layout.dp}")
+            prefixes = [" ".join(rng.choice(WORDS) for _ in range(load["prefix_words"])) for _ in range(load["prefixes"])]
+            order = [(p, k) for k in range(load["per_prefix"]) for p in range(len(prefixes))]
+
+            def request(i: int, p: int, k: int, routing=routing, prefixes=prefixes):
+                rank = (i % layout.dp) if routing == "round-robin" else (p % layout.dp)
+                message = [{"role": "user", "content": f"{prefixes[p]}\nQuestion {k}: summarise the text above."}]
+                return lambda: client.chat_stream(message, max_tokens=1,
+                                                  extra_headers={"X-data-parallel-rank": str(rank)})
+
+            before = server.metrics()
+            batch = ctx.run(gather_limited([request(i, p, k) for i, (p, k) in enumerate(order)], 1))
+            delta = server.metrics() - before
+            if batch.errors:
+                raise RuntimeError(f"DP routing requests failed: {batch.errors[:2]}")
+            queries, hits = int(delta.get("vllm:prefix_cache_queries", 0)), int(delta.get("vllm:prefix_cache_hits", 0))
+            ctx.record(DP_ROUTING, {"layout": layout.name, "routing": routing, "requests": len(order),
+                                    "prefix_cache_queries": queries, "prefix_cache_hits": hits,
+                                    "prefix_hit_rate": hits / queries * 100 if queries else None,
+                                    "ttft_ms": statistics.median(r.ttft_s * 1000 for r in batch.results if r.ttft_s)})

@@ -156,6 +156,8 @@ class Security(Experiment):
 
     def run(self, ctx):
         for spec, label in ((self.generate, "generate"), (self.pooling, "pooling")):
+            if ctx.skipped(AUTH) and (label != "generate" or ctx.skipped(LORA_LOAD)):
+                continue
             server = ctx.server(spec)
             server.api_key = API_KEY
             self.probe_routes(ctx, server.base_url, label)
@@ -166,7 +168,8 @@ class Security(Experiment):
         if reason:
             console.print(f"[yellow]security.media_fetch skipped: {reason}[/]")
             return
-        self.probe_media(ctx)
+        if not ctx.skipped(MEDIA_FETCH):
+            self.probe_media(ctx)
 
     # ---- auth ------------------------------------------------------------------------------
     def probe_routes(self, ctx, base: str, label: str) -> None:

@@ -23,6 +23,7 @@ class RequestResult:
     ok: bool
     e2e_s: float
     ttft_s: float | None = None
+    first_chunk_s: float | None = None  # first chunk with any choice, text or not (vllm bench serve's TTFT)
     itl_s: list[float] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -61,17 +62,31 @@ def _delta_text(chunk) -> str:
     return text
 
 
+def http_transport():
+    """The SDK over aiohttp where it can be had: on a small host shared with the server, the default
+    httpx transport costs the client enough CPU per request to lower the throughput it measures
+    (see the fidelity experiment). Older SDKs without the aiohttp client fall back to httpx."""
+    try:
+        from openai import DefaultAioHttpClient
+
+        return "aiohttp", DefaultAioHttpClient()
+    except Exception:  # ImportError on old SDKs; the SDK raises when aiohttp itself is missing
+        return "httpx", None
+
+
 class Client:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 600.0):
         self.model = model
+        self.transport, http_client = http_transport()
         # One event loop per experiment (RunContext.run) keeps this async client valid across calls.
-        self.openai = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0)
+        self.openai = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0,
+                                  http_client=http_client)
 
     async def chat_stream(self, messages: list[dict], max_tokens: int = 16, model_override: str | None = None,
                           **extra) -> RequestResult:
         """One streamed chat request; ``model_override`` picks another served name (e.g. a LoRA adapter)."""
         start = time.perf_counter()
-        first = last = None
+        first = last = first_chunk = None
         itl: list[float] = []
         pieces: list[str] = []
         usage = None
@@ -89,6 +104,8 @@ class Client:
                 now = time.perf_counter()
                 if chunk.usage is not None:
                     usage = chunk.usage
+                if first_chunk is None and chunk.choices:
+                    first_chunk = now
                 text = _delta_text(chunk)
                 if not text:
                     continue
@@ -104,6 +121,7 @@ class Client:
             True,
             time.perf_counter() - start,
             ttft_s=None if first is None else first - start,
+            first_chunk_s=None if first_chunk is None else first_chunk - start,
             itl_s=itl,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,

@@ -107,6 +107,8 @@ class RunContext:
     staging: Staging
     pool: ServerPool
     dataset_servers: dict[str, set[str]] = field(default_factory=dict)
+    # --only-missing: datasets this environment already publishes count as done (no server starts for them)
+    published: frozenset[str] = frozenset()
     _current_sid: str | None = None
     _done_cache: dict[str, set] = field(default_factory=dict)
     _loop: asyncio.AbstractEventLoop | None = None
@@ -156,10 +158,17 @@ class RunContext:
             self.dataset_servers.setdefault(schema.name, set()).add(self._current_sid)
 
     def done(self, schema: DatasetSchema, **key) -> bool:
-        """True if a resumed run already staged the row with this key (skip measuring it again)."""
+        """True if a resumed run already staged the row with this key (skip measuring it again), or if
+        the dataset is already published and the run measures only missing datasets."""
+        if schema.name in self.published:
+            return True
         if schema.name not in self._done_cache:
             self._done_cache[schema.name] = {schema.row_key(r) for r in self.staging.rows(schema)}
         return schema.row_key(key) in self._done_cache[schema.name]
+
+    def skipped(self, schema: DatasetSchema) -> bool:
+        """Whether the whole dataset is left as published (--only-missing)."""
+        return schema.name in self.published
 
     def progress(self) -> Progress:
         return Progress(

@@ -19,6 +19,8 @@ COUNTERS = (
     "vllm:prompt_tokens",
     "vllm:generation_tokens",
     "vllm:request_success",
+    "vllm:spec_decode_num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens",
 )
 HISTOGRAMS = (
     "vllm:time_to_first_token_seconds",

@@ -36,6 +36,7 @@ CPU = Profile(
         "embedding_real": "pypi:all-MiniLM-L6-v2",
         "reranker": "tiny:Qwen3-Reranker-0.6B",
         "vl": "tiny:Qwen3-VL-2B-Instruct",
+        "parallel": "tiny:Qwen3-0.6B",
     },
     # bf16: fp16 is ~8x slower on this backend; eager: ~24 s starts instead of 40-57 s.
     server_args=("--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "64"),
@@ -58,6 +59,7 @@ GPU = Profile(
         "embedding": "dummy:Qwen3-Embedding-0.6B",
         "reranker": "dummy:Qwen3-Reranker-0.6B",
         "vl": "dummy:Qwen3-VL-2B-Instruct",
+        "parallel": "dummy:Qwen3-8B",
     },
     # Eager: ~1 min starts instead of ~2.5 (torch.compile + CUDA graphs). Pooling and TTFT are
     # prefill-bound, where graphs matter little; the exact command is in every provenance file.
@@ -70,6 +72,12 @@ GPU = Profile(
         "warmup": 1,
         "image_sides": (224, 448, 672, 896, 1344),
         "images_per_side": 5,
+        "fidelity": {"requests": 256, "concurrency": 32, "words": 200, "output_tokens": 128,
+                     "embed_requests": 1024, "embed_concurrency": 64, "rounds": 3},
+        "roofline_batches": (1, 64, 1024),
+        "parallel_layouts": ("single", "TP=2", "TP=4", "PP=2", "PP=4", "TP=2×PP=2", "DP=2", "DP=4"),
+        "parallel_load": {"concurrency": (1, 16, 64, 256), "requests": 256, "words": 400, "output_tokens": 128,
+                          "prefix_words": 1000, "prefixes": 7, "per_prefix": 8},
     },
     startup_timeout_s=900.0,
 )

@@ -35,6 +35,7 @@ class RunOptions:
     fresh: bool = False
     dry_run: bool = False
     force: bool = False
+    only_missing: bool = False  # measure only datasets this environment does not publish yet
     base_url: list[str] | None = None  # attach mode: URL, or ROLE=URL (repeatable)
     api_key: str | None = None
     weights: str = "unknown"
@@ -59,7 +60,7 @@ def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
     if not prov_path.is_file():
         return None
     record = (json.loads(prov_path.read_text()).get("experiments") or {}).get(exp.name, {})
-    if record.get("fingerprint") != fp:
+    if record.get("fingerprint") != fp or record.get("partial"):
         return None
     if not all((published / f"{name}.csv").is_file() for name in record.get("datasets", [])):
         return None
@@ -98,6 +99,8 @@ def run(opts: RunOptions) -> list[str]:
     instances = order_by_server([get(name)() for name in opts.experiments], opts.profile)
     for exp in list(instances):
         reason = exp.unavailable(opts.profile, opts.vllm_python)
+        if opts.base_url and not exp.attachable:
+            reason = "it starts servers with flags of its own, so it cannot measure an attached server"
         if reason:
             console.print(f"[yellow]skipping {exp.name}: {reason}[/]")
             instances.remove(exp)
@@ -108,7 +111,7 @@ def run(opts: RunOptions) -> list[str]:
     prints, reasons = {}, {}
     for exp in instances:
         prints[exp.name] = fingerprint(exp, opts.profile, sw)
-        why = None if (opts.force or opts.base_url) else up_to_date(exp, prints[exp.name], published)
+        why = None if (opts.force or opts.base_url or opts.only_missing) else up_to_date(exp, prints[exp.name], published)
         reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
             "will run: --force" if opts.force else "will run: new or changed inputs")
     if opts.dry_run:
@@ -143,7 +146,11 @@ def run(opts: RunOptions) -> list[str]:
         for exp in instances:
             started = time.monotonic()
             console.rule(f"[bold]{exp.name}[/] — {exp.title['en']}")
-            ctx = RunContext(exp.name, opts.profile, staging, pool)
+            as_published = frozenset(s.name for s in exp.datasets if (published / s.file_name).is_file()) \
+                if opts.only_missing else frozenset()
+            if as_published:
+                console.print(f"[dim]--only-missing: {exp.name} keeps {len(as_published)} published dataset(s) as they are[/]")
+            ctx = RunContext(exp.name, opts.profile, staging, pool, published=as_published)
             try:
                 exp.run(ctx)
             finally:
@@ -173,9 +180,12 @@ def run(opts: RunOptions) -> list[str]:
                                                  "servers": sorted(used), "software": sw}
                 datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
                                           "servers": sorted(servers)}
-                current.setdefault("experiments", {})[exp.name] = {
+                record = current.setdefault("experiments", {}).get(exp.name, {})
+                partial = bool(ctx.published)  # noqa: B023 - older datasets keep their own provenance
+                current["experiments"][exp.name] = {
                     "fingerprint": prints[exp.name], "date": date, "code_revision": revision, "software": sw,  # noqa: B023
-                    "datasets": sorted(n for n in promoted_now if n != STARTUP.name),
+                    "datasets": sorted(set(promoted_now) - {STARTUP.name} | (set(record.get("datasets", [])) if partial else set())),
+                    **({"partial": "only missing datasets were measured; a plain run re-measures all"} if partial else {}),
                 }
                 return current
 

@@ -1,0 +1,33 @@
+"""The parallelism experiment on the CPU backend: TP=2, PP=2 and DP=2 with one core per rank."""
+
+import os
+
+import pytest
+from conftest import VLLM_HOW, python_imports, require, run_measure
+
+pytestmark = pytest.mark.vllm
+
+
+def test_parallel_layouts_on_cpu(tmp_path):
+    require(python_imports("import vllm"), "vLLM", VLLM_HOW)
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("two CPU ranks need two cores")
+    run_measure(tmp_path, "par-cpu", "parallelism")
+    from measure.site.scan import make_store
+
+    store = make_store(tmp_path / "data")
+    env_ = store.env("par-cpu")
+    layouts = store.frame(env_, "parallelism.layouts")
+    # Every layout got served in the end; a failed first attempt (--enforce-eager) is kept as a row with its reason.
+    assert set(layouts[layouts["first_request_ok"] == True]["layout"]) == {"single", "TP=2", "PP=2", "DP=2"}  # noqa: E712
+    assert layouts[layouts["first_request_ok"] == False]["error"].notna().all()  # noqa: E712
+    scaling = store.frame(env_, "parallelism.scaling")
+    assert set(scaling["layout"]) == {"single", "TP=2", "PP=2", "DP=2"}
+    assert (scaling["output_tok_s"] > 0).all() and (scaling["kv_cache_tokens"] > 0).all()
+    assert dict(zip(scaling["layout"], scaling["ranks"], strict=True)) == {"single": 1, "TP=2": 2, "PP=2": 2, "DP=2": 2}
+    comm = store.frame(env_, "parallelism.comm_cost").set_index("layout")
+    assert comm.loc["single", "itl_vs_single"] == pytest.approx(1.0)
+    assert comm.loc["TP=2", "interconnect"].startswith("shared memory")
+    routing = store.frame(env_, "parallelism.dp_routing").set_index("routing")
+    # Each engine keeps its own prefix cache: pinning a prefix to one engine must hit more than scattering it.
+    assert routing.loc["pinned", "prefix_hit_rate"] > routing.loc["round-robin", "prefix_hit_rate"]
