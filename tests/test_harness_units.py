@@ -137,3 +137,14 @@ def test_first_exception_of_a_crashed_engine_log():
     ])
     assert first_exception(log) == "AssertionError"
     assert first_exception("nothing here") == "?"
+
+
+def test_lora_adapter_shapes_follow_the_attention_layout():
+    import json
+
+    from measure.experiments.lora import adapter_shapes
+    from measure.models import CONFIGS
+
+    shapes = adapter_shapes(json.loads((CONFIGS / "Qwen3-0.6B" / "config.json").read_text()))
+    # hidden 1024; 16 query heads and 8 key/value heads of 128: q/o are 1024<->2048, k/v 1024->1024
+    assert shapes == {"q_proj": (1024, 2048), "k_proj": (1024, 1024), "v_proj": (1024, 1024), "o_proj": (2048, 1024)}

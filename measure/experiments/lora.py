@@ -7,6 +7,7 @@ speed and memory are real while outputs are not.
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -60,19 +61,44 @@ COMPAT = DatasetSchema(
 )
 
 
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def adapter_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each attention projection an adapter targets, from the base model's config."""
+    text = config.get("text_config", config)
+    hidden, heads = text["hidden_size"], text["num_attention_heads"]
+    kv_heads = text.get("num_key_value_heads", heads)
+    head_dim = text.get("head_dim") or hidden // heads
+    return {"q_proj": (hidden, heads * head_dim), "k_proj": (hidden, kv_heads * head_dim),
+            "v_proj": (hidden, kv_heads * head_dim), "o_proj": (heads * head_dim, hidden)}
+
+
 def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
-    """A LoRA adapter with random (non-zero) weights for the base model's architecture."""
+    """A LoRA adapter with random (non-zero) weights in peft's layout, for the base model's architecture.
+
+    The tensors are drawn directly from the config's shapes: building the base model to let peft wrap it
+    costs minutes per adapter at full size. peft writes the adapter_config.json.
+    """
     if (dest / "adapter_config.json").is_file():
         return dest
     import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from peft import LoraConfig
+    from safetensors.torch import save_file
 
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base_path))
-    config = LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-                        init_lora_weights=False)
-    get_peft_model(model, config).save_pretrained(dest)
+    config = json.loads((Path(base_path) / "config.json").read_text())
+    layers = config.get("text_config", config)["num_hidden_layers"]
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for layer in range(layers):
+        for name, (fan_in, fan_out) in adapter_shapes(config).items():
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{name}"
+            tensors[f"{prefix}.lora_A.weight"] = torch.randn(rank, fan_in, generator=generator) / fan_in**0.5
+            tensors[f"{prefix}.lora_B.weight"] = torch.randn(fan_out, rank, generator=generator) / rank**0.5
+    dest.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(dest / "adapter_model.safetensors"))
+    LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=list(TARGETS), base_model_name_or_path=base_path,
+               task_type="CAUSAL_LM").save_pretrained(str(dest))
     return dest
 
 

@@ -57,5 +57,5 @@ def bench_serve(python: str, base_url: str, model: str, tokenizer: str, prompts:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise BenchFailed(f"vllm bench serve exited {proc.returncode}:\n{tail}\ncommand: {shlex.join(argv)}")
     # The command as a reader would type it (paths of this run's temporary files shortened).
-    shown = shlex.join(["vllm", "bench", "serve", *argv[3:]]).replace(str(workdir) + "/", "")
+    shown = shlex.join(["vllm", "bench", "serve", *argv[3:]]).replace(str(workdir) + "/", "").replace(str(workdir), ".")
     return BenchRun(json.loads(result.read_text()), shown)

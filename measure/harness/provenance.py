@@ -24,9 +24,12 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
 
 
 def code_revision() -> str:
-    """The git commit, or $MEASURE_CODE_REVISION on hosts that got a copy of the tree without .git."""
+    """$MEASURE_CODE_REVISION where set (a host that got a copy of the tree, whose .git may be missing or
+    stale), else the git commit, with +dirty for uncommitted changes to tracked files."""
+    if os.environ.get("MEASURE_CODE_REVISION"):
+        return os.environ["MEASURE_CODE_REVISION"]
     if not (REPO_ROOT / ".git").exists():
-        return os.environ.get("MEASURE_CODE_REVISION", "unknown")
+        return "unknown"
     rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
     return rev + ("+dirty" if dirty else "")
