@@ -8,6 +8,7 @@ speed and memory are real while outputs are not.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -80,8 +81,11 @@ def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
     The tensors are drawn directly from the config's shapes: building the base model to let peft wrap it
     costs minutes per adapter at full size. peft writes the adapter_config.json.
     """
-    if (dest / "adapter_config.json").is_file():
+    stamp = f"random tensors from config shapes, recipe 2, rank {rank}, seed {seed}"  # bump when this changes
+    marker = dest / ".made-by"
+    if marker.is_file() and marker.read_text() == stamp:
         return dest
+    shutil.rmtree(dest, ignore_errors=True)  # an adapter made by an older recipe
     import torch
     from peft import LoraConfig
     from safetensors.torch import save_file
@@ -99,6 +103,7 @@ def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
     save_file(tensors, str(dest / "adapter_model.safetensors"))
     LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=list(TARGETS), base_model_name_or_path=base_path,
                task_type="CAUSAL_LM").save_pretrained(str(dest))
+    marker.write_text(stamp)
     return dest
 
 
