@@ -15,6 +15,7 @@ from pathlib import Path
 from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.harness.client import gather_limited
 from measure.harness.server import ServerFailed
+from measure.models import TextDims
 from measure.schema import Column, DatasetSchema
 
 RANKS = (8, 16, 64)
@@ -67,12 +68,9 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 def adapter_shapes(config: dict) -> dict[str, tuple[int, int]]:
     """(in, out) features of each attention projection an adapter targets, from the base model's config."""
-    text = config.get("text_config", config)
-    hidden, heads = text["hidden_size"], text["num_attention_heads"]
-    kv_heads = text.get("num_key_value_heads", heads)
-    head_dim = text.get("head_dim") or hidden // heads
-    return {"q_proj": (hidden, heads * head_dim), "k_proj": (hidden, kv_heads * head_dim),
-            "v_proj": (hidden, kv_heads * head_dim), "o_proj": (heads * head_dim, hidden)}
+    d = TextDims.of(config)
+    return {"q_proj": (d.hidden, d.heads * d.head_dim), "k_proj": (d.hidden, d.kv_heads * d.head_dim),
+            "v_proj": (d.hidden, d.kv_heads * d.head_dim), "o_proj": (d.heads * d.head_dim, d.hidden)}
 
 
 def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
@@ -91,10 +89,9 @@ def make_adapter(base_path: str, rank: int, dest: Path, seed: int) -> Path:
     from safetensors.torch import save_file
 
     config = json.loads((Path(base_path) / "config.json").read_text())
-    layers = config.get("text_config", config)["num_hidden_layers"]
     generator = torch.Generator().manual_seed(seed)
     tensors = {}
-    for layer in range(layers):
+    for layer in range(TextDims.of(config).layers):
         for name, (fan_in, fan_out) in adapter_shapes(config).items():
             prefix = f"base_model.model.model.layers.{layer}.self_attn.{name}"
             tensors[f"{prefix}.lora_A.weight"] = torch.randn(rank, fan_in, generator=generator) / fan_in**0.5

@@ -7,7 +7,6 @@ same code paths and flags without saying anything about GPU interconnects.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import statistics
@@ -18,6 +17,7 @@ from measure.experiments.pooling import WORDS, sentences
 from measure.harness import provenance as prov
 from measure.harness.client import gather_limited
 from measure.harness.load import chat_load, summarise
+from measure.harness.profiles import cpu_cores
 from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
 
@@ -157,7 +157,7 @@ class Parallelism(Experiment):
     @staticmethod
     def devices(profile) -> int:
         if profile.name == "cpu":
-            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            return len(cpu_cores())
         return profile.sizes.get("gpu_count") or len(prov.gpus())
 
     def layouts(self, profile) -> list[Layout]:
@@ -173,8 +173,7 @@ class Parallelism(Experiment):
     def spec(self, profile, layout: Layout, eager: bool = True) -> ServerSpec:
         env: tuple = ()
         if profile.name == "cpu":
-            cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-            env = (("VLLM_CPU_OMP_THREADS_BIND", cpu_bind(layout.ranks, cores)),)
+            env = (("VLLM_CPU_OMP_THREADS_BIND", cpu_bind(layout.ranks, cpu_cores())),)
         flags = () if eager else ("--no-enforce-eager",)  # overrides the profile's --enforce-eager
         return ServerSpec("parallel", ("--max-model-len", "4096", *layout.args, *flags), env,
                           label=f"par-{layout.name}" + ("" if eager else "-graphs"))

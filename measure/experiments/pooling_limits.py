@@ -12,6 +12,7 @@ from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.experiments.pooling import POOLING, sentences
 from measure.harness.client import gather_limited
 from measure.harness.gemm_peak import __file__ as GEMM_SCRIPT
+from measure.models import TextDims
 from measure.schema import Column, DatasetSchema
 
 PEAK = DatasetSchema(
@@ -63,14 +64,9 @@ MEMORY = DatasetSchema(
 
 def matmul_params(config: dict) -> int:
     """Parameters in the matrices every token passes through: attention q/k/v/o and the MLP."""
-    text = config.get("text_config", config)
-    hidden, layers, inter = text["hidden_size"], text["num_hidden_layers"], text["intermediate_size"]
-    heads = text["num_attention_heads"]
-    kv_heads = text.get("num_key_value_heads", heads)
-    head_dim = text.get("head_dim") or hidden // heads
-    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
-    gated = text.get("hidden_act", "") in ("silu", "swish", "swiglu")  # gate, up, down vs up, down (BERT)
-    return layers * (attention + (3 if gated else 2) * hidden * inter)
+    d = TextDims.of(config)
+    attention = 2 * d.hidden * d.heads * d.head_dim + 2 * d.hidden * d.kv_heads * d.head_dim
+    return d.layers * (attention + (3 if d.gated_mlp else 2) * d.hidden * d.intermediate)
 
 
 def measure_peak(python: str, side: int) -> dict:
@@ -118,9 +114,8 @@ class PoolingLimits(Experiment):
         return steps
 
     def run(self, ctx):
-        python = ctx.pool.python
         if not ctx.skipped(PEAK) and not ctx.staging.rows(PEAK):  # first, while no request runs on the device
-            peak = measure_peak(python, 8192 if ctx.profile.name == "gpu" else 2048)
+            peak = measure_peak(ctx.pool.python, 8192 if ctx.profile.name == "gpu" else 2048)
             ctx.record(PEAK, {k: peak[k] for k in ("device", "side", "tflops", "threads", "torch")})
         peak_rows = (PEAK.read(ctx.staging.published / PEAK.file_name).to_dict("records") if ctx.skipped(PEAK)
                      else ctx.staging.rows(PEAK))
@@ -163,15 +158,13 @@ class PoolingLimits(Experiment):
         delta = server.metrics() - before
         tokens_per_s = statistics.median(r.prompt_tokens / r.e2e_s for r in timed.results)
         client_ms = statistics.median(r.e2e_s for r in timed.results) * 1000
-        requests = delta.get("vllm:e2e_request_latency_seconds_count", 0.0)
 
         def mean_ms(name):
             count = delta.get(name + "_count", 0.0)
             return delta.get(name + "_sum", 0.0) / count * 1000 if count else None
 
-        # The engine counts each input as a request; the batch's inputs run together, so the
-        # slowest is close to the batch's engine time. The mean is what the histograms give.
-        engine = mean_ms("vllm:e2e_request_latency_seconds") if requests else None
+        # The engine counts each input as a request: the histograms give the mean over the batch's inputs.
+        engine = mean_ms("vllm:e2e_request_latency_seconds")
         achieved = tokens_per_s * 2 * params / 1e12
         return {"model": model.name, "weights": model.weights, "batch_size": len(inputs), "tokens_per_s": tokens_per_s,
                 "matmul_params": params, "achieved_tflops": achieved, "peak_share_pct": achieved / peak_tflops * 100,

@@ -160,7 +160,7 @@ class RunContext:
     def done(self, schema: DatasetSchema, **key) -> bool:
         """True if a resumed run already staged the row with this key (skip measuring it again), or if
         the dataset is already published and the run measures only missing datasets."""
-        if schema.name in self.published:
+        if self.skipped(schema):
             return True
         if schema.name not in self._done_cache:
             self._done_cache[schema.name] = {schema.row_key(r) for r in self.staging.rows(schema)}

@@ -85,11 +85,16 @@ GPU = Profile(
 PROFILES = {p.name: p for p in (CPU, GPU)}
 
 
-def cpu_thread_bind() -> str:
-    """Bind vLLM's OpenMP threads to every core we have (its default uses one)."""
+def cpu_cores() -> list[int]:
+    """The CPU cores this process may run on."""
     import os
 
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def cpu_thread_bind() -> str:
+    """Bind vLLM's OpenMP threads to every core we have (its default uses one)."""
+    cores = cpu_cores()
     return f"{cores[0]}-{cores[-1]}" if len(cores) > 1 else str(cores[0])
 
 

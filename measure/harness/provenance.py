@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from measure.harness.profiles import cpu_cores
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -100,7 +102,7 @@ def hardware() -> dict:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": cpu_model(),
-        "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu_count": len(cpu_cores()),
         "memory_gib": memory_gib(),
         "gpus": gpus(),
         "gpu_topology": gpu_topology(),

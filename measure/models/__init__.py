@@ -42,6 +42,27 @@ TINY_VISION = {
 }
 
 
+@dataclass(frozen=True)
+class TextDims:
+    """The transformer sizes of a config (its ``text_config`` for vision-language models)."""
+
+    hidden: int
+    layers: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    gated_mlp: bool  # gate/up/down (SiLU, Qwen) rather than up/down (GELU, BERT)
+
+    @classmethod
+    def of(cls, config: dict) -> TextDims:
+        text = config.get("text_config", config)
+        hidden, heads = text["hidden_size"], text["num_attention_heads"]
+        return cls(hidden, text["num_hidden_layers"], text["intermediate_size"], heads,
+                   text.get("num_key_value_heads", heads), text.get("head_dim") or hidden // heads,
+                   text.get("hidden_act", "") in ("silu", "swish", "swiglu"))
+
+
 class ModelUnavailable(RuntimeError):
     """A model folder cannot be built here; the message says which package to install."""
 
