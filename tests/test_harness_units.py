@@ -99,6 +99,23 @@ def test_parallel_layouts_and_cpu_binding():
         cpu_bind(4, [0, 1])
 
 
+def test_parallel_load_scales_requests_with_concurrency_and_plans_every_fitting_layout():
+    import dataclasses
+
+    from measure.experiments.parallelism import Parallelism
+    from measure.harness.profiles import GPU
+
+    load = Parallelism.load(GPU)
+    # One at a time, a handful of requests; at 256 in flight, enough for two full batches.
+    assert [Parallelism.requests_at(load, c) for c in (1, 16, 64, 256)] == [16, 32, 128, 512]
+    two_gpus = dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 2})
+    steps = Parallelism().plan(two_gpus)
+    assert [s.server.label for s in steps] == ["par-single", "par-TP=2", "par-PP=2", "par-DP=2", "par-DP=2"]
+    assert steps[0].requests == 16 + 32 + 128 + 512
+    four = [s.server.label for s in Parallelism().plan(dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 4}))]
+    assert "par-TP=4" in four and "par-TP=2×PP=2" in four and four.count("par-DP=4") == 2
+
+
 def test_topology_link_between_gpu0_and_gpu1():
     from measure.experiments.parallelism import topo_link
 

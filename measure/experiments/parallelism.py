@@ -180,16 +180,23 @@ class Parallelism(Experiment):
 
     @staticmethod
     def load(profile) -> dict:
-        return profile.sizes.get("parallel_load", {"concurrency": (1, 4), "requests": 8, "words": 60,
+        return profile.sizes.get("parallel_load", {"concurrency": (1, 4), "requests": 8, "waves": 2, "words": 60,
                                                    "output_tokens": 16, "prefix_words": 200, "prefixes": 3,
                                                    "per_prefix": 4})
+
+    @staticmethod
+    def requests_at(load: dict, concurrency: int) -> int:
+        """At least ``requests``, and enough for ``waves`` full batches: 256 requests one at a time
+        would cost minutes and say no more than 16, while 256 in flight needs 256 to be busy at all."""
+        return max(load["requests"], load.get("waves", 1) * concurrency)
 
     def plan(self, profile):
         load = self.load(profile)
         steps = []
         for layout in self.layouts(profile):
+            counts = [self.requests_at(load, c) for c in load["concurrency"]]
             steps.append(Step(self.spec(profile, layout), f"{layout.name}: concurrency {load['concurrency']}, "
-                              f"{load['requests']} requests × {load['output_tokens']} tokens", len(load["concurrency"]) * load["requests"],
+                              f"{counts} requests × {load['output_tokens']} tokens", sum(counts),
                               10 * len(load["concurrency"])))
             if layout.dp > 1:
                 n = load["prefixes"] * load["per_prefix"]
@@ -213,9 +220,10 @@ class Parallelism(Experiment):
             if served is None:
                 continue
             server, client, eager = served
-            prompts = sentences(load["requests"], load["words"], seed=11)
+            prompts = sentences(max(self.requests_at(load, c) for c in load["concurrency"]), load["words"], seed=11)
             for conc in load["concurrency"]:
-                summary = summarise(ctx.run(chat_load(client, prompts, load["output_tokens"], conc)), conc)
+                batch = prompts[:self.requests_at(load, conc)]
+                summary = summarise(ctx.run(chat_load(client, batch, load["output_tokens"], conc)), conc)
                 if conc == 1:
                     itl = summary.itl_median_ms
                     single_itl = itl if layout.ranks == 1 else single_itl
