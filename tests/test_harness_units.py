@@ -102,18 +102,23 @@ def test_parallel_layouts_and_cpu_binding():
 def test_parallel_load_scales_requests_with_concurrency_and_plans_every_fitting_layout():
     import dataclasses
 
-    from measure.experiments.parallelism import Parallelism
-    from measure.harness.profiles import GPU
+    from measure.experiments.parallelism import Layout, Parallelism
+    from measure.harness.profiles import CPU, GPU
 
     load = Parallelism.load(GPU)
     # One at a time, a handful of requests; at 256 in flight, enough for two full batches.
     assert [Parallelism.requests_at(load, c) for c in (1, 16, 64, 256)] == [16, 32, 128, 512]
     two_gpus = dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 2})
     steps = Parallelism().plan(two_gpus)
-    assert [s.server.label for s in steps] == ["par-single", "par-TP=2", "par-PP=2", "par-DP=2", "par-DP=2"]
+    # On GPUs every layout runs with CUDA graphs (--no-enforce-eager overrides the profile's eager mode).
+    assert [s.server.label for s in steps] == ["par-single-graphs", "par-TP=2-graphs", "par-PP=2-graphs",
+                                               "par-DP=2-graphs", "par-DP=2-graphs"]
+    assert all("--no-enforce-eager" in s.server.args for s in steps)
     assert steps[0].requests == 16 + 32 + 128 + 512
     four = [s.server.label for s in Parallelism().plan(dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 4}))]
-    assert "par-TP=4" in four and "par-TP=2×PP=2" in four and four.count("par-DP=4") == 2
+    assert "par-TP=4-graphs" in four and "par-TP=2×PP=2-graphs" in four and four.count("par-DP=4-graphs") == 2
+    # The CPU profile keeps its eager default and falls back to graphs only where a layout fails.
+    assert Parallelism.starts_eager(CPU) and "--no-enforce-eager" not in Parallelism().spec(CPU, Layout.parse("PP=2")).args
 
 
 def test_topology_link_between_gpu0_and_gpu1():
@@ -165,3 +170,46 @@ def test_lora_adapter_shapes_follow_the_attention_layout():
     shapes = adapter_shapes(json.loads((CONFIGS / "Qwen3-0.6B" / "config.json").read_text()))
     # hidden 1024; 16 query heads and 8 key/value heads of 128: q/o are 1024<->2048, k/v 1024->1024
     assert shapes == {"q_proj": (1024, 2048), "k_proj": (1024, 1024), "v_proj": (1024, 1024), "o_proj": (2048, 1024)}
+
+
+def test_client_drops_idle_connections_before_the_server_closes_them():
+    """vLLM's server closes keep-alive connections idle for 5 s; a request sent down a connection it is
+    closing fails. After an idle gap shorter than the server's but longer than ours, the client must
+    open a new connection rather than reuse the old one."""
+    import asyncio
+    import time
+
+    from aiohttp import web
+
+    from measure.harness.client import CLIENT_KEEP_ALIVE_S, SERVER_KEEP_ALIVE_S, Client
+
+    peers: list = []
+
+    async def handler(request):
+        peers.append(request.transport.get_extra_info("peername"))
+        return web.json_response({"ok": True})
+
+    async def scenario():
+        app = web.Application()
+        app.router.add_post("/probe", handler)
+        runner = web.AppRunner(app, keepalive_timeout=SERVER_KEEP_ALIVE_S)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        client = Client(f"http://127.0.0.1:{port}/v1", "m")
+        try:
+            assert client.transport == "aiohttp"
+            await client.post("/probe", {})
+            await client.post("/probe", {})  # back to back: the same pooled connection
+            await asyncio.sleep(CLIENT_KEEP_ALIVE_S + 0.5)
+            await client.post("/probe", {})
+        finally:
+            await client.close()
+            await runner.cleanup()
+
+    start = time.monotonic()
+    asyncio.run(scenario())
+    assert time.monotonic() - start < SERVER_KEEP_ALIVE_S
+    assert peers[0] == peers[1], "back-to-back requests should share one kept-alive connection"
+    assert peers[2] != peers[1], "an idle connection was kept as long as the server keeps it"

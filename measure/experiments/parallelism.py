@@ -1,6 +1,6 @@
 """TP / PP / DP on one host: the same model and load under each layout.
 
-On a GPU host the layouts that fit its GPU count run with Qwen3-8B's architecture (dummy weights); on
+On a GPU host the layouts that fit its GPU count run with Qwen3-8B's architecture (dummy weights, CUDA graphs); on
 the CPU backend, layouts of two ranks run with the tiny Qwen3 (one core per rank), which exercises the
 same code paths and flags without saying anything about GPU interconnects.
 """
@@ -170,7 +170,15 @@ class Parallelism(Experiment):
             return f"needs at least 2 {unit}; this machine has {self.devices(profile)}"
         return None
 
-    def spec(self, profile, layout: Layout, eager: bool = True) -> ServerSpec:
+    @staticmethod
+    def starts_eager(profile) -> bool:
+        """Whether a layout is tried with the profile's --enforce-eager first. GPU profiles say no
+        (``parallel_eager``): without CUDA graphs, per-token latency at batch 1 is mostly the host
+        launching kernels, which hides the interconnect cost this experiment is about."""
+        return "--enforce-eager" in profile.server_args and profile.sizes.get("parallel_eager", True)
+
+    def spec(self, profile, layout: Layout, eager: bool | None = None) -> ServerSpec:
+        eager = self.starts_eager(profile) if eager is None else eager
         env: tuple = ()
         if profile.name == "cpu":
             env = (("VLLM_CPU_OMP_THREADS_BIND", cpu_bind(layout.ranks, cpu_cores())),)
@@ -208,7 +216,8 @@ class Parallelism(Experiment):
         load = self.load(ctx.profile)
         interconnect = ("shared memory (CPU backend, one host)" if ctx.profile.name == "cpu"
                         else topo_link(prov.gpu_topology()))
-        single_itl = None
+        # A resumed run may have measured the single rank before: its staged row is the baseline.
+        single_itl = next((r["itl_ms"] for r in ctx.staging.rows(COMM_COST) if r["layout"] == "single"), None)
         for layout in self.layouts(ctx.profile):
             todo = [c for c in load["concurrency"] if not ctx.done(SCALING, layout=layout.name, concurrency=c)]
             routing = layout.dp > 1 and not all(ctx.done(DP_ROUTING, layout=layout.name, routing=r)
@@ -242,9 +251,9 @@ class Parallelism(Experiment):
                 self.run_routing(ctx, server, client, layout, load)
 
     def serve(self, ctx, layout):
-        """Start ``layout`` with the profile's --enforce-eager; if that fails, once more without it.
+        """Start ``layout`` eager where ``starts_eager``; if that fails, once more with CUDA graphs.
         Each attempt is a row of parallelism.layouts: a layout a backend cannot serve is a result too."""
-        eager_default = "--enforce-eager" in ctx.profile.server_args
+        eager_default = self.starts_eager(ctx.profile)
         tried = {(r["layout"], bool(r["enforce_eager"])): r for r in ctx.staging.rows(LAYOUTS)}  # a resumed run
         for eager in (True, False) if eager_default else (False,):
             row = {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager}

@@ -62,14 +62,26 @@ def _delta_text(chunk) -> str:
     return text
 
 
+# vLLM's API server (uvicorn) closes a connection idle for VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s). A client
+# that keeps idle connections as long may send a request down one the server is closing: aiohttp then
+# reports ServerDisconnectedError, which the SDK calls "Request timed out" (seen on the H200s after a
+# 256-in-flight phase). Dropping idle connections well before the server does avoids the race.
+SERVER_KEEP_ALIVE_S = 5.0
+CLIENT_KEEP_ALIVE_S = SERVER_KEEP_ALIVE_S / 2
+
+
 def http_transport():
     """The SDK over aiohttp where it can be had: on a small host shared with the server, the default
     httpx transport costs the client enough CPU per request to lower the throughput it measures
     (see the fidelity experiment). Older SDKs without the aiohttp client fall back to httpx."""
     try:
         from openai import DefaultAioHttpClient
+        from openai._constants import DEFAULT_CONNECTION_LIMITS as sdk_limits
 
-        return "aiohttp", DefaultAioHttpClient()
+        limits = type(sdk_limits)(max_connections=sdk_limits.max_connections,
+                                  max_keepalive_connections=sdk_limits.max_keepalive_connections,
+                                  keepalive_expiry=CLIENT_KEEP_ALIVE_S)
+        return "aiohttp", DefaultAioHttpClient(limits=limits)
     except Exception:  # ImportError on old SDKs; the SDK raises when aiohttp itself is missing
         return "httpx", None
 

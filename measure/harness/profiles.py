@@ -75,6 +75,7 @@ GPU = Profile(
         "fidelity": {"requests": 256, "concurrency": 32, "words": 200, "output_tokens": 128,
                      "embed_requests": 1024, "embed_concurrency": 64, "rounds": 3},
         "roofline_batches": (1, 64, 1024),
+        "parallel_eager": False,  # see Parallelism.starts_eager
         "parallel_layouts": ("single", "TP=2", "TP=4", "PP=2", "PP=4", "TP=2×PP=2", "DP=2", "DP=4"),
         "parallel_load": {"concurrency": (1, 16, 64, 256), "requests": 16, "waves": 2, "words": 400, "output_tokens": 128,
                           "prefix_words": 1000, "prefixes": 7, "per_prefix": 8},
