@@ -213,3 +213,29 @@ def test_client_drops_idle_connections_before_the_server_closes_them():
     assert time.monotonic() - start < SERVER_KEEP_ALIVE_S
     assert peers[0] == peers[1], "back-to-back requests should share one kept-alive connection"
     assert peers[2] != peers[1], "an idle connection was kept as long as the server keeps it"
+
+
+def test_resuming_staged_rows_needs_the_same_kind_of_machine_and_inputs(tmp_path):
+    from measure.harness.runner import resume_mismatch
+    from measure.harness.staging import Staging
+
+    h200s = {"host": "a", "cpu_count": 32, "gpus": [{"name": "NVIDIA H200"}] * 2}
+    sw = {"vllm": "0.26.0", "torch": "2.11.0+cu130"}
+    previous = {"profile": "gpu", "hardware": h200s, "software": sw, "fingerprints": {"parallelism": "f1"}}
+    # Another host with the same GPUs, software and inputs: the rows may be continued there.
+    assert resume_mismatch(previous, "gpu", h200s | {"host": "b", "cpu_count": 16}, sw, {"parallelism": "f1"}) is None
+    assert resume_mismatch(previous, "gpu", h200s | {"gpus": [{"name": "NVIDIA H200"}] * 4}, sw, {}).startswith("GPUs")
+    assert "torch" in resume_mismatch(previous, "gpu", h200s, sw | {"torch": "2.12.0"}, {})
+    assert "parallelism's inputs" in resume_mismatch(previous, "gpu", h200s, sw, {"parallelism": "f2"})
+    assert resume_mismatch(previous, "gpu", h200s, sw, {"pooling": "f9"}) is None  # nothing of it was staged then
+    cpu = {"profile": "cpu", "hardware": {"cpu_count": 2, "gpus": []}, "software": sw}
+    assert "CPU cores" in resume_mismatch(cpu, "cpu", {"cpu_count": 8, "gpus": []}, sw, {})
+
+    staging = Staging(tmp_path, "env")
+    staging.note("servers", "s1", {"command": ["x"]})  # no run.json: nothing to note into
+    assert staging.run_record() is None
+    staging.save_run({"started": "t"})
+    staging.note("servers", "s1", {"command": ["x"]})
+    assert staging.run_record() == {"started": "t", "servers": {"s1": {"command": ["x"]}}}
+    staging.finish()
+    assert not staging.dir.exists(), "a run that published everything leaves no staging behind"

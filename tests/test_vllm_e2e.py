@@ -72,6 +72,20 @@ def test_kill_resume_and_publish(workdir):
     assert not alive(server_pid)
     assert refused.returncode != 0 and "--resume" in out
 
+    # 2b. The staged rows carry what they were measured on (run.json, as a device lease ending leaves them):
+    # resuming them under another vLLM is refused; on another host of the same kind, it is allowed.
+    run_json = staged.parent / "run.json"
+    record = json.loads(run_json.read_text())
+    assert record["software"]["vllm"] == "0.32.0" and record["profile"] == "cpu"
+    assert [s for s in record["servers"] if record["servers"][s]["weights"] == "dummy"], "the server that was running"
+    assert record["dataset_servers"]["pooling.embedding_throughput"]
+    run_json.write_text(json.dumps(record | {"software": record["software"] | {"vllm": "0.0.0-other"}}))
+    mixed = measure(workdir, "--resume")
+    out, _ = mixed.communicate(timeout=300)
+    assert mixed.returncode != 0 and "other conditions" in out and "vLLM: 0.0.0-other then, 0.32.0 now" in out, out
+    assert pd.read_csv(staged).equals(rows_before) and "starting vLLM" not in out
+    run_json.write_text(json.dumps(record | {"hardware": record["hardware"] | {"host": "earlier-host"}}))
+
     # 3. The resumed run keeps the finished rows and measures the rest.
     second = measure(workdir, "--resume")
     out, _ = second.communicate(timeout=1500)
@@ -88,6 +102,8 @@ def test_kill_resume_and_publish(workdir):
     servers = prov["datasets"]["pooling.embedding_throughput"]["servers"]
     assert servers and all("vllm.entrypoints.openai.api_server" in prov["servers"][s]["command"] for s in servers)
     assert {prov["servers"][s]["weights"] for s in servers} == {"dummy", "real"}  # tiny Qwen3 + real MiniLM
+    assert prov["experiments"]["pooling"]["resumed_from"] == {"started": record["started"], "host": "earlier-host",
+                                                              "code_revision": record["code_revision"]}
     startup = pd.read_csv(published / "servers.startup.csv")
     assert startup["server"].is_unique and (startup["startup_s"] > 0).all()
 

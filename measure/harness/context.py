@@ -83,6 +83,7 @@ class ServerPool:
             "startup_s": server.startup_s,
         }
         self.records[sid] = record
+        staging.note("servers", sid, record)  # an interrupted run resumed elsewhere still knows this server
         staging.append(STARTUP, {
             "server": sid, "model": model.name, "weights": model.weights,
             **{k: v for k, v in server.facts.as_dict().items() if k != "version"}, "startup_s": server.startup_s,
@@ -154,8 +155,9 @@ class RunContext:
     def record(self, schema: DatasetSchema, row: dict) -> None:
         self.staging.append(schema, row)
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
-        if self._current_sid:
+        if self._current_sid and self._current_sid not in self.dataset_servers.get(schema.name, set()):
             self.dataset_servers.setdefault(schema.name, set()).add(self._current_sid)
+            self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
 
     def done(self, schema: DatasetSchema, **key) -> bool:
         """True if a resumed run already staged the row with this key (skip measuring it again), or if

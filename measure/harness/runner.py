@@ -67,6 +67,26 @@ def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
     return f"unchanged since {record.get('date', '?')} (fingerprint {fp})"
 
 
+def resume_mismatch(previous: dict, profile: str, hw: dict, sw: dict, prints: dict[str, str]) -> str | None:
+    """Why rows staged by an earlier run (``previous``: its run.json) must not be mixed with this one's."""
+    def gpus(h: dict) -> list:
+        return [g.get("name") for g in h.get("gpus") or []]
+
+    then_hw, then_sw = previous.get("hardware") or {}, previous.get("software") or {}
+    checks = [("profile", previous.get("profile"), profile), ("GPUs", gpus(then_hw), gpus(hw)),
+              ("vLLM", then_sw.get("vllm"), sw.get("vllm")), ("torch", then_sw.get("torch"), sw.get("torch"))]
+    if profile == "cpu":
+        checks.append(("CPU cores", then_hw.get("cpu_count"), hw.get("cpu_count")))
+    for what, then, now in checks:
+        if then != now:
+            return f"{what}: {then} then, {now} now"
+    for name, fp in prints.items():
+        old = (previous.get("fingerprints") or {}).get(name)
+        if old and old != fp:
+            return f"{name}'s inputs (its code, servers or workload) changed: fingerprint {old} then, {fp} now"
+    return None
+
+
 def order_by_server(instances: list[Experiment], profile: Profile) -> list[Experiment]:
     """Experiments whose first server is the same run back to back, so they share one start."""
     first = {id(e): repr(e.servers(profile)[0].key) if e.servers(profile) else "" for e in instances}
@@ -132,8 +152,26 @@ def run(opts: RunOptions) -> list[str]:
             + "\n  ".join(p.name for p in leftovers)
             + "\nrun again with --resume to continue it, or --fresh to discard those rows."
         )
+    previous = staging.run_record() if leftovers and opts.resume else None
+    if previous is not None:
+        staged_by = {e.name: prints[e.name] for e in instances if any(staging.csv_path(d).is_file() for d in e.datasets)}
+        why = resume_mismatch(previous, opts.profile.name, hw, sw, staged_by)
+        if why:
+            raise StagingNotEmpty(
+                f"the rows staged in {staging.dir} were measured under other conditions ({why}; started "
+                f"{previous.get('started')} on {(previous.get('hardware') or {}).get('host')}).\nResume them on a machine "
+                "and code like those, or run with --fresh to discard them.")
+        previous.setdefault("resumed", []).append({"date": prov.now(), "host": hw.get("host"),
+                                                   "code_revision": prov.code_revision()})
+        previous.setdefault("fingerprints", {}).update(prints)
+        staging.save_run(previous)
+    else:
+        staging.save_run({"started": prov.now(), "code_revision": prov.code_revision(), "profile": opts.profile.name,
+                          "hardware": hw, "software": sw, "fingerprints": prints, "servers": {}, "dataset_servers": {}})
     pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
                       python=opts.vllm_python)
+    if previous is not None:  # servers behind rows staged before the interruption, maybe on another machine
+        pool.records.update(previous.get("servers") or {})
     if opts.base_url:
         pool.attached = {}
         for item in opts.base_url:
@@ -151,6 +189,9 @@ def run(opts: RunOptions) -> list[str]:
             if as_published:
                 console.print(f"[dim]--only-missing: {exp.name} keeps {len(as_published)} published dataset(s) as they are[/]")
             ctx = RunContext(exp.name, opts.profile, staging, pool, published=as_published)
+            if previous is not None:
+                earlier = (staging.run_record() or {}).get("dataset_servers") or {}
+                ctx.dataset_servers = {s.name: set(earlier[s.name]) for s in exp.datasets if s.name in earlier}
             try:
                 exp.run(ctx)
             finally:
@@ -186,12 +227,15 @@ def run(opts: RunOptions) -> list[str]:
                     "fingerprint": prints[exp.name], "date": date, "code_revision": revision, "software": sw,  # noqa: B023
                     "datasets": sorted(set(promoted_now) - {STARTUP.name} | (set(record.get("datasets", [])) if partial else set())),
                     **({"partial": "only missing datasets were measured; a plain run re-measures all"} if partial else {}),
+                    **({"resumed_from": {k: previous.get(k) for k in ("started", "code_revision")}
+                        | {"host": (previous.get("hardware") or {}).get("host")}} if previous is not None else {}),
                 }
                 return current
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
             promoted += done
             console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
+        staging.finish()
     except BaseException as exc:
         kept = staging.staged_files()
         if kept:

@@ -1,6 +1,11 @@
 """Staging and promotion: rows land in ``data/.staging/<env>/`` as they are measured; a finished
 experiment's datasets are moved into ``data/<env>/`` with a rename, so published data is never
-half-written and an interrupted run keeps every row it finished."""
+half-written and an interrupted run keeps every row it finished.
+
+Beside the rows, ``run.json`` records what they were measured on and with (hardware, software, the
+experiments' fingerprints, each server's command): a run interrupted on a machine that is then gone
+(a device lease ending) can be carried to the next machine of the same kind and resumed there, and
+its provenance still names the servers behind the earlier rows."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from pathlib import Path
 
 from measure.schema import DatasetSchema
 from measure.store import PROVENANCE_FILE
+
+RUN_FILE = "run.json"
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -54,6 +61,27 @@ class Staging:
             writer.writerow(cells)
             fh.flush()
             os.fsync(fh.fileno())
+
+    def run_record(self) -> dict | None:
+        path = self.dir / RUN_FILE
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def save_run(self, record: dict) -> None:
+        atomic_write(self.dir / RUN_FILE, json.dumps(record, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+    def note(self, section: str, key: str, value) -> None:
+        """Add ``value`` under ``section``/``key`` of run.json (a server's record, a dataset's servers)."""
+        record = self.run_record()
+        if record is not None:
+            record.setdefault(section, {})[key] = value
+            self.save_run(record)
+
+    def finish(self) -> None:
+        """A run that promoted everything it measured leaves no staging behind."""
+        if not self.staged_files():
+            (self.dir / RUN_FILE).unlink(missing_ok=True)
+            if self.dir.is_dir() and not any(self.dir.iterdir()):
+                self.dir.rmdir()
 
     def discard(self) -> None:
         if self.dir.exists():
