@@ -239,3 +239,17 @@ def test_resuming_staged_rows_needs_the_same_kind_of_machine_and_inputs(tmp_path
     assert staging.run_record() == {"started": "t", "servers": {"s1": {"command": ["x"]}}}
     staging.finish()
     assert not staging.dir.exists(), "a run that published everything leaves no staging behind"
+
+
+def test_time_per_output_token_ignores_chunks_that_arrive_in_bursts():
+    from measure.harness.client import BatchResult, RequestResult
+    from measure.harness.load import summarise
+
+    # 11 tokens over 1.0 s after a 0.1 s first token; the client read the last 10 chunks back to back.
+    burst = RequestResult(True, e2e_s=1.1, ttft_s=0.1, itl_s=[0.0001] * 10, completion_tokens=11)
+    steady = RequestResult(True, e2e_s=0.6, ttft_s=0.1, itl_s=[0.05] * 10, completion_tokens=11)
+    summary = summarise(BatchResult([burst, burst, steady], wall_s=2.0, client_cpu_s=0.1), 3)
+    assert summary.tpot_median_ms == pytest.approx(100.0)
+    assert summary.itl_median_ms == pytest.approx(0.1)  # what the chunk gaps would have claimed
+    one_token = RequestResult(True, e2e_s=0.2, ttft_s=0.1, completion_tokens=1)
+    assert summarise(BatchResult([one_token], 1.0, 0.0), 1).tpot_median_ms is None

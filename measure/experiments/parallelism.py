@@ -33,7 +33,9 @@ SCALING = DatasetSchema(
         Column("requests", "int"),
         Column("output_tok_s", "float", "tok/s", "generated tokens / wall time"),
         Column("ttft_ms", "float", "ms", "median", nullable=True),
-        Column("itl_ms", "float", "ms", "median gap between streamed tokens", nullable=True),
+        Column("tpot_ms", "float", "ms", "time per output token after the first, median over requests: (end-to-end − TTFT) "
+               "/ (tokens − 1); the median gap between chunks is not used, as it shrinks to nothing when a busy host "
+               "delivers chunks in bursts", nullable=True),
         Column("kv_cache_tokens", "int", "tokens", "from the start-up log (summed over DP engines where logged per engine)", nullable=True),
         Column("max_concurrency", "float", "×", "from the start-up log", nullable=True),
     ),
@@ -244,7 +246,7 @@ class Parallelism(Experiment):
                     ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,
                                          "concurrency": conc,
                                          "requests": summary.requests, "output_tok_s": summary.output_tok_s,
-                                         "ttft_ms": summary.ttft_median_ms, "itl_ms": summary.itl_median_ms,
+                                         "ttft_ms": summary.ttft_median_ms, "tpot_ms": summary.tpot_median_ms,
                                          "kv_cache_tokens": server.facts.kv_cache_tokens,
                                          "max_concurrency": server.facts.max_concurrency})
             if routing:

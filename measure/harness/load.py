@@ -21,7 +21,8 @@ class LoadSummary:
     ttft_median_ms: float | None
     ttft_mean_ms: float | None
     first_chunk_median_ms: float | None  # any chunk with choices: vllm bench serve's first-token rule
-    itl_median_ms: float | None
+    itl_median_ms: float | None  # gap between chunks: shrinks to nothing when chunks arrive in bursts
+    tpot_median_ms: float | None  # (end-to-end − TTFT) / (tokens − 1) per request: bursts do not change it
     e2e_median_ms: float
     client_cpu_share: float
 
@@ -52,6 +53,8 @@ def summarise(batch: BatchResult, concurrency: int) -> LoadSummary:
         ttft_mean_ms=statistics.mean(ttfts) * 1000 if ttfts else None,
         first_chunk_median_ms=_median_ms(r.first_chunk_s for r in results),
         itl_median_ms=_median_ms(gap for r in results for gap in r.itl_s),
+        tpot_median_ms=_median_ms((r.e2e_s - r.ttft_s) / (r.completion_tokens - 1) for r in results
+                                  if r.ttft_s is not None and (r.completion_tokens or 0) > 1),
         e2e_median_ms=_median_ms(r.e2e_s for r in results),
         client_cpu_share=batch.client_cpu_s / batch.wall_s,
     )
