@@ -33,9 +33,11 @@ SCALING = DatasetSchema(
         Column("requests", "int"),
         Column("output_tok_s", "float", "tok/s", "generated tokens / wall time"),
         Column("ttft_ms", "float", "ms", "median", nullable=True),
-        Column("tpot_ms", "float", "ms", "time per output token after the first, median over requests: (end-to-end − TTFT) "
-               "/ (tokens − 1); the median gap between chunks is not used, as it shrinks to nothing when a busy host "
-               "delivers chunks in bursts", nullable=True),
+        Column("tpot_ms", "float", "ms", "time per output token after the first as the client saw it, median over requests: "
+               "(end-to-end − TTFT) / (tokens − 1)", nullable=True),
+        Column("engine_itl_ms", "float", "ms", "mean gap between a request's tokens as the engine stamped them (/metrics "
+               "vllm:inter_token_latency_seconds): unlike the client's view, not shortened when a busy host delivers "
+               "chunks in bursts", nullable=True),
         Column("kv_cache_tokens", "int", "tokens", "from the start-up log (summed over DP engines where logged per engine)", nullable=True),
         Column("max_concurrency", "float", "×", "from the start-up log", nullable=True),
     ),
@@ -234,7 +236,11 @@ class Parallelism(Experiment):
             prompts = sentences(max(self.requests_at(load, c) for c in load["concurrency"]), load["words"], seed=11)
             for conc in load["concurrency"]:
                 batch = prompts[:self.requests_at(load, conc)]
+                before = server.metrics()
                 summary = summarise(ctx.run(chat_load(client, batch, load["output_tokens"], conc)), conc)
+                delta = server.metrics() - before
+                itl_count = delta.get("vllm:inter_token_latency_seconds_count", 0)
+                engine_itl = delta.get("vllm:inter_token_latency_seconds_sum", 0.0) / itl_count * 1000 if itl_count else None
                 if conc == 1:
                     itl = summary.itl_median_ms
                     single_itl = itl if layout.ranks == 1 else single_itl
@@ -247,6 +253,7 @@ class Parallelism(Experiment):
                                          "concurrency": conc,
                                          "requests": summary.requests, "output_tok_s": summary.output_tok_s,
                                          "ttft_ms": summary.ttft_median_ms, "tpot_ms": summary.tpot_median_ms,
+                                         "engine_itl_ms": engine_itl,
                                          "kv_cache_tokens": server.facts.kv_cache_tokens,
                                          "max_concurrency": server.facts.max_concurrency})
             if routing:
