@@ -189,8 +189,8 @@ def run(opts: RunOptions) -> list[str]:
             if as_published:
                 console.print(f"[dim]--only-missing: {exp.name} keeps {len(as_published)} published dataset(s) as they are[/]")
             ctx = RunContext(exp.name, opts.profile, staging, pool, published=as_published)
-            if previous is not None:
-                earlier = (staging.run_record() or {}).get("dataset_servers") or {}
+            if previous is not None:  # the servers behind this experiment's rows staged before the interruption
+                earlier = previous.get("dataset_servers") or {}
                 ctx.dataset_servers = {s.name: set(earlier[s.name]) for s in exp.datasets if s.name in earlier}
             try:
                 exp.run(ctx)
