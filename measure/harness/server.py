@@ -27,6 +27,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 
 
+# What vLLM logs when its engine cannot start. The API server usually exits soon after; when a worker hangs
+# in its own shutdown it may not (seen with TP=2 on 4 H200s), and waiting for /health would cost the whole
+# start-up timeout.
+ENGINE_START_FAILED = ("EngineCore failed to start", "Engine core initialization failed")
+ENGINE_EXIT_GRACE_S = 30.0
+
+
 class ServerFailed(RuntimeError):
     """vLLM exited or never became healthy; the message carries the log's tail and the log path."""
 
@@ -198,9 +205,15 @@ def launch(
                                            "command": command}))
     try:
         deadline = started + timeout_s
+        engine_failed_at = None
         while True:
             if process.poll() is not None:
                 raise _failure(server, f"vLLM exited with code {process.returncode} while starting")
+            if engine_failed_at is None and any(m in server.log_text() for m in ENGINE_START_FAILED):
+                engine_failed_at = time.monotonic()
+            if engine_failed_at is not None and time.monotonic() - engine_failed_at > ENGINE_EXIT_GRACE_S:
+                raise _failure(server, f"vLLM's engine failed to start and the server had not exited "
+                                       f"{ENGINE_EXIT_GRACE_S:.0f} s later")
             try:
                 if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
                     break

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# offline-gpu-run.sh for runs longer than one device call (10 min at most). A call's processes end with it,
+# except those in a new session: `start` copies the tree and starts the run in one, and every later call
+# (`wait`, back to back: an idle machine goes back after 30 s) waits on it and brings back its log and all
+# it has staged, so nothing measured is lost if the lease ends. No start-up is cut at a call's end.
+# Usage: scripts/offline-gpu-detached.sh start OUT EXPERIMENT...   first call, after the bundle parts are in
+#        scripts/offline-gpu-detached.sh wait OUT                  every later call
+# Each call waits WAIT_S (default 560) at most; exit 0: the run has ended (its status in OUT/rc), 3: still running.
+set -euo pipefail
+mode=${1:?usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]}; out=${2:?OUT missing}; shift 2
+state=/tmp/measure-detached
+case $mode in
+  start)
+    : "${MEASURE_CODE_REVISION:?set MEASURE_CODE_REVISION to the commit being run}"
+    [ -e $state/rc ] || [ ! -d $state ] || { echo "a detached run is already going; use: $0 wait OUT"; exit 2; }
+    rm -rf $state && mkdir -p $state/out && cp -r . $state/repo
+    (cd $state/repo && MEASURE_TIMEOUT_S=${MEASURE_TIMEOUT_S:-3600} setsid bash -c \
+      'bash scripts/offline-gpu-run.sh "$0" "$@"; echo $? > '$state'/rc' $state/out "$@" > $state/log 2>&1 < /dev/null &)
+    ;;
+  wait) [ -d $state ] || { echo "no detached run on this machine (a fresh one?): start again"; exit 2; } ;;
+  *) echo "usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]"; exit 2 ;;
+esac
+deadline=$(( $(date +%s) + ${WAIT_S:-560} ))
+while [ ! -e $state/rc ] && [ "$(date +%s)" -lt $deadline ]; do sleep 5; done
+grep -v '^\s*$' $state/log | tail -c 6000
+(cd $state/repo && tar cf "$out/data.tar" data/gpu-* data/.staging .measure/logs 2>/dev/null) || true
+[ -e $state/rc ] || { echo "[still running: call '$0 wait OUT' again]"; exit 3; }
+cp $state/rc "$out/rc"; echo "[run ended with status $(cat $state/rc)]"
