@@ -61,6 +61,22 @@ def test_metrics_sum_over_engines_and_delta():
     assert (after - before)["vllm:prefix_cache_hits"] == 128.0
 
 
+def test_histogram_mean_over_a_delta_sums_engines_first():
+    from measure.harness.metrics import histogram_mean_ms
+
+    def itl(sum0, count0, sum1, count1):
+        return parse(
+            '# TYPE vllm:inter_token_latency_seconds histogram\n'
+            f'vllm:inter_token_latency_seconds_sum{{engine="0"}} {sum0}\n'
+            f'vllm:inter_token_latency_seconds_count{{engine="0"}} {count0}\n'
+            f'vllm:inter_token_latency_seconds_sum{{engine="1"}} {sum1}\n'
+            f'vllm:inter_token_latency_seconds_count{{engine="1"}} {count1}\n'
+        )
+    before, after = itl(1.0, 100, 0.5, 10), itl(1.3, 130, 0.6, 20)  # engine 0: 30 gaps of 10 ms, engine 1: 10 of 10 ms
+    assert histogram_mean_ms(after - before, "vllm:inter_token_latency_seconds") == pytest.approx(10.0)
+    assert histogram_mean_ms(before - before, "vllm:inter_token_latency_seconds") is None
+
+
 def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     import json
     from dataclasses import replace

@@ -30,6 +30,8 @@ def test_parallel_layouts_on_cpu(tmp_path):
     assert (scaling["engine_itl_ms"] > 0.5).all(), scaling[["layout", "concurrency", "tpot_ms", "engine_itl_ms"]]
     comm = store.frame(env_, "parallelism.comm_cost").set_index("layout")
     assert comm.loc["single", "itl_vs_single"] == pytest.approx(1.0)
+    assert comm.loc["single", "engine_itl_vs_single"] == pytest.approx(1.0)
+    assert (comm["engine_itl_ms"] > 0.5).all(), comm[["itl_ms", "engine_itl_ms"]]
     assert comm.loc["TP=2", "interconnect"].startswith("shared memory")
     routing = store.frame(env_, "parallelism.dp_routing").set_index("routing")
     # Each engine keeps its own prefix cache: pinning a prefix to one engine must hit more than scattering it.

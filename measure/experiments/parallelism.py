@@ -18,6 +18,7 @@ from measure.experiments.pooling import WORDS, sentences
 from measure.harness import provenance as prov
 from measure.harness.client import gather_limited
 from measure.harness.load import chat_load, summarise
+from measure.harness.metrics import histogram_mean_ms
 from measure.harness.profiles import cpu_cores
 from measure.harness.server import ServerFailed
 from measure.schema import Column, DatasetSchema
@@ -50,8 +51,11 @@ COMM_COST = DatasetSchema(
     columns=(
         Column("layout", "str"),
         Column("enforce_eager", "bool"),
-        Column("itl_ms", "float", "ms", "per-token latency at concurrency 1, median"),
+        Column("itl_ms", "float", "ms", "per-token latency at concurrency 1 as the client saw it: median gap between chunks"),
         Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's"),
+        Column("engine_itl_ms", "float", "ms", "the same, by the engine's own timestamps (/metrics "
+               "vllm:inter_token_latency_seconds, mean)", nullable=True),
+        Column("engine_itl_vs_single", "float", "×", "engine_itl_ms / the single-rank layout's", nullable=True),
         Column("interconnect", "str", doc="nvidia-smi topo -m between rank 0 and 1, or the CPU backend's shared memory", nullable=True),
     ),
 )
@@ -231,7 +235,8 @@ class Parallelism(Experiment):
         interconnect = ("shared memory (CPU backend, one host)" if ctx.profile.name == "cpu"
                         else topo_link(prov.gpu_topology()))
         # A resumed run may have measured the single rank before: its staged row is the baseline.
-        single_itl = next((r["itl_ms"] for r in ctx.staging.rows(COMM_COST) if r["layout"] == "single"), None)
+        single = next((r for r in ctx.staging.rows(COMM_COST) if r["layout"] == "single"), {})
+        single_itl, single_engine_itl = single.get("itl_ms"), single.get("engine_itl_ms")
         for layout in self.layouts(ctx.profile):
             todo = [c for c in load["concurrency"] if not ctx.done(SCALING, layout=layout.name, concurrency=c)]
             routing = layout.dp > 1 and not all(ctx.done(DP_ROUTING, layout=layout.name, routing=r)
@@ -249,14 +254,17 @@ class Parallelism(Experiment):
                 before = server.metrics()
                 summary = summarise(ctx.run(chat_load(client, batch, load["output_tokens"], conc)), conc)
                 delta = server.metrics() - before
-                itl_count = delta.get("vllm:inter_token_latency_seconds_count", 0)
-                engine_itl = delta.get("vllm:inter_token_latency_seconds_sum", 0.0) / itl_count * 1000 if itl_count else None
+                engine_itl = histogram_mean_ms(delta, "vllm:inter_token_latency_seconds")
                 if conc == 1:
                     itl = summary.itl_median_ms
-                    single_itl = itl if layout.ranks == 1 else single_itl
+                    if layout.ranks == 1:
+                        single_itl, single_engine_itl = itl, engine_itl
                     if comm and itl is not None and layout.dp == 1:
                         ctx.record(COMM_COST, {"layout": layout.name, "enforce_eager": eager, "itl_ms": itl,
                                                "itl_vs_single": itl / single_itl if single_itl else None,
+                                               "engine_itl_ms": engine_itl,
+                                               "engine_itl_vs_single": (engine_itl / single_engine_itl
+                                                                        if engine_itl and single_engine_itl else None),
                                                "interconnect": interconnect if layout.ranks > 1 else None})
                 if conc in todo:
                     ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,

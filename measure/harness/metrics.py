@@ -42,6 +42,12 @@ class Snapshot:
         return self.values.get(name, 0.0)
 
 
+def histogram_mean_ms(delta: dict[str, float], name: str) -> float | None:
+    """Mean of histogram ``name`` over a before/after delta, in ms (None when nothing was observed)."""
+    count = delta.get(name + "_count", 0.0)
+    return delta.get(name + "_sum", 0.0) / count * 1000 if count else None
+
+
 def parse(text: str) -> Snapshot:
     """Sum counters (``NAME_total``) and histogram ``_sum``/``_count`` over all label sets.
 
