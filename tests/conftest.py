@@ -55,8 +55,10 @@ def store(fixture_root):
     return make_store(fixture_root)
 
 
-def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, check: bool = True, extra_env=None):
-    """Run a strict mkdocs build of the repo's site (or of ``docs_dir``) against ``data_root``."""
+def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, check: bool = True, extra_env=None,
+               python: tuple[str, ...] = (sys.executable,)):
+    """Run a strict mkdocs build of the repo's site (or of ``docs_dir``) against ``data_root``
+    (``python``: the command that stands for ``python`` in ``python -m mkdocs``)."""
     config = REPO / "mkdocs.yml"
     if docs_dir is not None:
         text = config.read_text()
@@ -67,7 +69,7 @@ def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, ch
         config.write_text(text)
     env = os.environ | {"MEASURE_DATA_ROOT": str(data_root), "NO_MKDOCS_2_WARNING": "1"} | (extra_env or {})
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site_dir)],
+        [*python, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site_dir)],
         cwd=REPO, env=env, capture_output=True, text=True,
     )
     if check and result.returncode != 0:

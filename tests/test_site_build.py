@@ -1,10 +1,15 @@
 """Strict builds of the real site against fixture data roots."""
 
+import json
 import re
 import shutil
+import sys
+from importlib import metadata
 
 import pytest
 from conftest import REPO, build_site
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +77,55 @@ def test_csv_text_is_html_escaped(tmp_path):
     build_site(root, tmp_path / "site")
     html = (tmp_path / "site" / "en" / "pooling" / "index.html").read_text()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def installed_by(dist: str, extra: str) -> set[str]:
+    """The distributions ``pip install DIST[EXTRA]`` pulls in (following extras, self-references too)."""
+    found: set[str] = set()
+    todo, seen = [(dist, extra)], set()
+    while todo:
+        name, wanted = todo.pop()
+        if (canonicalize_name(name), wanted) in seen:
+            continue
+        seen.add((canonicalize_name(name), wanted))
+        found.add(canonicalize_name(name))
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue  # a conditional requirement for another platform
+        for text in requires:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": wanted or ""}):
+                todo += [(req.name, e) for e in req.extras or {None}]
+    return found
+
+
+# Runs mkdocs with the given top-level modules unimportable, as if they were not installed.
+WITHOUT_MODULES = """
+import importlib.abc, runpy, sys
+blocked = set(sys.argv.pop(1).split(","))
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r} (outside the site extra)", name=name)
+sys.meta_path.insert(0, NotInstalled())
+flag, module, *rest = sys.argv[1:]  # -m MODULE ARGS…
+sys.argv = [module, *rest]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_site_builds_with_only_what_the_site_extra_installs(tmp_path):
+    """`nox -s build` (and the Pages workflow) install `.[site]` alone: the build must not need vLLM, peft or any
+    package that only another extra brings (it once did, through the experiment modules' openai import)."""
+    allowed = installed_by("vllm-field-notes", "site") | {"pip", "setuptools", "wheel"}
+    blocked = sorted(module for module, dists in metadata.packages_distributions().items()
+                     if not module.startswith("_") and not {canonicalize_name(d) for d in dists} & allowed)
+    assert {"vllm", "torch", "peft", "pytest"} & set(blocked), "the test venv should hold packages beyond the site's"
+    shim = tmp_path / "without_modules.py"
+    shim.write_text(WITHOUT_MODULES)
+    # `python shim.py MODULES -m mkdocs …`: the shim drops MODULES, then runs the module named after -m.
+    result = build_site(REPO / "tests" / "fixtures" / "data", tmp_path / "site", check=False,
+                        python=(sys.executable, str(shim), ",".join(blocked)))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert (tmp_path / "site" / "en" / "pooling" / "index.html").is_file(), json.dumps(blocked)
