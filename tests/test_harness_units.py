@@ -1,8 +1,10 @@
 """Harness units on recorded text and on pure functions: log parsing, metrics deltas, layouts, parameter counts."""
 
+import os
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from measure.harness.logparse import parse_startup
 from measure.harness.metrics import parse
@@ -75,6 +77,30 @@ def test_histogram_mean_over_a_delta_sums_engines_first():
     before, after = itl(1.0, 100, 0.5, 10), itl(1.3, 130, 0.6, 20)  # engine 0: 30 gaps of 10 ms, engine 1: 10 of 10 ms
     assert histogram_mean_ms(after - before, "vllm:inter_token_latency_seconds") == pytest.approx(10.0)
     assert histogram_mean_ms(before - before, "vllm:inter_token_latency_seconds") is None
+
+
+def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
+    """A fresh clone elsewhere must skip what the committed data already hold (LoRA and the reranker pass
+    paths inside the checkout to vLLM)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    code = ("import json, measure; from measure.experiment import experiments; from measure.harness.profiles import CPU;"
+            "from measure.harness.runner import fingerprint;"
+            "print(json.dumps([measure.__file__, {n: fingerprint(c(), CPU, {'vllm': '0.32.0', 'torch': '2.13.0'})"
+            " for n, c in sorted(experiments().items())}]))")
+    prints = []
+    for place in ("a", "b/deeper"):
+        root = tmp_path / place
+        shutil.copytree(REPO / "measure", root / "measure", ignore=shutil.ignore_patterns("__pycache__"))
+        out = subprocess.run([sys.executable, "-c", code], cwd=root, env=os.environ | {"PYTHONPATH": str(root)},
+                             capture_output=True, text=True, check=True).stdout
+        where, found = json.loads(out)
+        assert where.startswith(str(root)), where  # the copy was imported, not the installed package
+        prints.append(found)
+    assert {"lora", "pooling", "parallelism"} <= set(prints[0]) and prints[0] == prints[1]
 
 
 def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):

@@ -50,7 +50,7 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env) for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), software.get("torch"),
-    )).encode()
+    )).replace(str(srv.REPO_ROOT), "<repo>").encode()  # paths into the checkout (templates, adapters) move with it
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
 
 
