@@ -103,6 +103,27 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     assert {"lora", "pooling", "parallelism"} <= set(prints[0]) and prints[0] == prints[1]
 
 
+def test_servers_no_dataset_uses_leave_provenance_and_the_startup_table(tmp_path):
+    from measure.experiment import STARTUP
+    from measure.harness.runner import servers_in_use
+    from measure.harness.staging import Staging
+
+    prov = {"servers": {"old-rerank": {}, "rerank": {}, "chat": {}},
+            "datasets": {"pooling.rerank_latency": {"servers": ["rerank"]}, "lora.slots": {"servers": ["chat"]},
+                         STARTUP.name: {"servers": ["old-rerank", "rerank", "chat"]}}}
+    assert set(servers_in_use(prov)) == {"rerank", "chat"}
+    published = tmp_path / "env"
+    published.mkdir()
+    # columns: server, model, weights, then the nullable start-up facts
+    header = ",".join(STARTUP.header)
+    blank = "," * (len(STARTUP.header) - 3)
+    (published / STARTUP.file_name).write_text(
+        header + "\n" + "".join(f"{s},m,dummy{blank}\n" for s in ("old-rerank", "rerank", "chat")))
+    staging = Staging(tmp_path, "env")
+    staging.keep_only(STARTUP, {("rerank",), ("chat",)})
+    assert list(STARTUP.read(published / STARTUP.file_name)["server"]) == ["rerank", "chat"]
+
+
 def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     import json
     from dataclasses import replace
@@ -118,6 +139,7 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     assert fp != fingerprint(exp, replace(CPU, sizes=CPU.sizes | {"repeats": 9}), sw)
     published = tmp_path / "env"
     published.mkdir()
+    # columns: server, model, weights, then the nullable start-up facts
     assert up_to_date(exp, fp, published) is None  # never measured here
     (published / "provenance.json").write_text(json.dumps(
         {"experiments": {"pooling": {"fingerprint": fp, "date": "d", "datasets": ["pooling.rerank_latency"]}}}))

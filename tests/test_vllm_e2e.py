@@ -106,6 +106,7 @@ def test_kill_resume_and_publish(workdir):
                                                               "code_revision": record["code_revision"]}
     startup = pd.read_csv(published / "servers.startup.csv")
     assert startup["server"].is_unique and (startup["startup_s"] > 0).all()
+    assert set(startup["server"]) == set(prov["servers"]) == set(prov["datasets"]["servers.startup"]["servers"])
 
     # 5. A second run on unchanged code re-measures nothing (and says why); --dry-run says the same.
     again = measure(workdir)

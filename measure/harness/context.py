@@ -23,7 +23,7 @@ console = Console(stderr=True)
 
 
 def server_id(spec: ServerSpec, model: ModelRef) -> str:
-    digest = hashlib.sha1(repr(spec.key).encode()).hexdigest()[:6]
+    digest = hashlib.sha1(srv.checkout_relative(repr(spec.key)).encode()).hexdigest()[:6]
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
 

@@ -50,8 +50,18 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env) for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), software.get("torch"),
-    )).replace(str(srv.REPO_ROOT), "<repo>").encode()  # paths into the checkout (templates, adapters) move with it
+    ))
+    inputs = srv.checkout_relative(inputs).encode()
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
+
+
+def servers_in_use(provenance: dict) -> dict:
+    """The provenance's server records that some dataset other than the start-up facts refers to. The rest
+    belong to runs whose datasets were re-measured with other servers since; they go, and their start-up rows
+    with them (``Staging.keep_only``), so the start-up table lists the servers behind the published data."""
+    in_use = {s for name, d in (provenance.get("datasets") or {}).items() if name != STARTUP.name
+              for s in d.get("servers", [])}
+    return {k: v for k, v in (provenance.get("servers") or {}).items() if k in in_use}
 
 
 def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
@@ -219,6 +229,7 @@ def run(opts: RunOptions) -> list[str]:
                         used = ctx.dataset_servers.get(schema.name) or planned  # noqa: B023 - called before ctx changes
                         datasets[schema.name] = {"experiment": exp.name, "date": date, "code_revision": revision,
                                                  "servers": sorted(used), "software": sw}
+                servers = current["servers"] = servers_in_use(current)
                 datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
                                           "servers": sorted(servers)}
                 record = current.setdefault("experiments", {}).get(exp.name, {})
@@ -233,6 +244,7 @@ def run(opts: RunOptions) -> list[str]:
                 return current
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
+            staging.keep_only(STARTUP, {(s,) for s in staging.published_provenance().get("servers", {})})
             promoted += done
             console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
         staging.finish()

@@ -27,6 +27,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 
 
+def checkout_relative(text: str) -> str:
+    """``text`` with the checkout's path written as ``<repo>``: what is hashed into ids and fingerprints must be
+    the same in every clone (server arguments name adapters and templates inside the checkout)."""
+    return text.replace(str(REPO_ROOT), "<repo>")
+
+
 # What vLLM logs when its engine cannot start. The API server usually exits soon after; when a worker hangs
 # in its own shutdown it may not (seen with TP=2 on 4 H200s), and waiting for /health would cost the whole
 # start-up timeout.

@@ -120,6 +120,21 @@ class Staging:
         return promoted
 
 
+    def published_provenance(self) -> dict:
+        path = self.published / PROVENANCE_FILE
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    def keep_only(self, schema: DatasetSchema, keys: set[tuple]) -> None:
+        """Drop the published rows of ``schema`` whose key is not in ``keys``."""
+        target = self.published / schema.file_name
+        if not target.is_file():
+            return
+        rows = schema.read(target).to_dict("records")
+        kept = [r for r in rows if schema.row_key(r) in keys]
+        if len(kept) != len(rows):
+            atomic_write(target, _csv_text(schema, kept))
+
+
 def _csv_text(schema: DatasetSchema, rows: list[dict]) -> str:
     import io
 
