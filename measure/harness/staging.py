@@ -112,13 +112,11 @@ class Staging:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, target)
             promoted.append(schema.name)
-        prov_path = self.published / PROVENANCE_FILE
-        current = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-        atomic_write(prov_path, json.dumps(provenance_update(current, promoted), indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+        updated = provenance_update(self.published_provenance(), promoted)
+        atomic_write(self.published / PROVENANCE_FILE, json.dumps(updated, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
         if self.dir.is_dir() and not any(self.dir.iterdir()):
             self.dir.rmdir()
         return promoted
-
 
     def published_provenance(self) -> dict:
         path = self.published / PROVENANCE_FILE
