@@ -139,7 +139,6 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     assert fp != fingerprint(exp, replace(CPU, sizes=CPU.sizes | {"repeats": 9}), sw)
     published = tmp_path / "env"
     published.mkdir()
-    # columns: server, model, weights, then the nullable start-up facts
     assert up_to_date(exp, fp, published) is None  # never measured here
     (published / "provenance.json").write_text(json.dumps(
         {"experiments": {"pooling": {"fingerprint": fp, "date": "d", "datasets": ["pooling.rerank_latency"]}}}))
