@@ -2,4 +2,5 @@ import sys
 
 from measure.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # load workers are spawned processes: importing this module must not run a second CLI
+    sys.exit(main())

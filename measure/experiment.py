@@ -35,9 +35,10 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class Step:
-    """One line of a dry-run plan: what will be sent and roughly how long it takes."""
+    """One line of a dry-run plan: what will be sent and roughly how long it takes (``server`` None: no vLLM,
+    e.g. the load client against its synthetic endpoint)."""
 
-    server: ServerSpec
+    server: ServerSpec | None
     what: str
     requests: int
     seconds: float
@@ -65,7 +66,8 @@ class Experiment:
     def servers(self, profile: Profile) -> list[ServerSpec]:
         seen: dict[tuple, ServerSpec] = {}
         for step in self.plan(profile):
-            seen.setdefault(step.server.key, step.server)
+            if step.server is not None:
+                seen.setdefault(step.server.key, step.server)
         return list(seen.values())
 
 

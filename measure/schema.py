@@ -14,6 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 DTYPES = ("int", "float", "str", "bool")
+# A column with this role holds a load client's busiest process's share of one CPU core. Where it reaches
+# SATURATED the client's event loop falls behind (it stamps chunks late and in bursts; AIPerf warns at the
+# same level), so the client, not the server, may have set the row's figures: the site renders them 未确认.
+CLIENT_LOAD = "client_load"
+SATURATED = 0.85
+ROLES = ("", CLIENT_LOAD)
 
 
 class SchemaError(ValueError):
@@ -34,10 +40,13 @@ class Column:
     unit: str = ""
     doc: str = ""
     nullable: bool = False
+    role: str = ""  # CLIENT_LOAD, or nothing
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise ValueError(f"column {self.name!r}: dtype must be one of {DTYPES}, not {self.dtype!r}")
+        if self.role not in ROLES:
+            raise ValueError(f"column {self.name!r}: role must be one of {ROLES}, not {self.role!r}")
 
     def parse(self, text: str):
         """Parse one CSV cell; raise ValueError with a reason on bad input."""
@@ -98,6 +107,10 @@ class DatasetSchema:
             raise ValueError(f"dataset {self.name!r} declares a column twice")
         for k in self.key:
             self.column(k)
+
+    @property
+    def client_load_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.role == CLIENT_LOAD)
 
     @property
     def file_name(self) -> str:

@@ -25,4 +25,5 @@ while [ ! -e $state/rc ] && [ "$(date +%s)" -lt $deadline ]; do sleep 5; done
 grep -v '^\s*$' $state/log | tail -c 6000
 (cd $state/repo && tar cf "$out/data.tar" data/gpu-* data/.staging .measure/logs 2>/dev/null) || true
 [ -e $state/rc ] || { echo "[still running: call '$0 wait OUT' again]"; exit 3; }
-cp $state/rc "$out/rc"; echo "[run ended with status $(cat $state/rc)]"
+cp $state/rc "$out/rc"; cp $state/out/compile-cache.tgz.part-* "$out/" 2>/dev/null || true
+echo "[run ended with status $(cat $state/rc)]"

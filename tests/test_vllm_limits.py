@@ -21,15 +21,37 @@ def test_fidelity_and_pooling_limits(tmp_path):
     store = make_store(tmp_path / "data")
     env = store.env("limits-cpu")
 
-    comparison = store.frame(env, "fidelity.comparison").set_index(["workload", "metric"])
-    for workload, metric in (("chat", "output throughput"), ("chat", "TTFT median"), ("embeddings", "request throughput")):
-        row = comparison.loc[(workload, metric)]
-        assert row["harness"] > 0 and row["bench"] > 0
+    comparison = store.frame(env, "fidelity.comparison").set_index(["workload", "concurrency", "metric"])
+    points = {("chat", 4), ("chat", 16), ("embeddings", 8), ("embeddings", 32)}  # two load points per workload
+    assert {(w, c) for w, c, _ in comparison.index} == points
+    for workload, concurrency in points:
+        metric = "output throughput" if workload == "chat" else "request throughput"
+        row = comparison.loc[(workload, concurrency, metric)]
+        assert row["harness"] > 0 and row["bench"] > 0 and row["rounds"] == 3
+        assert row["harness_min"] <= row["harness"] <= row["harness_max"]
+        assert row["bench_min"] <= row["bench"] <= row["bench_max"]
         assert row["ratio"] == pytest.approx(row["harness"] / row["bench"])
+        # every side's CPU share was measured over its own timed window
+        assert 0 < row["harness_worker_cpu_max"] < 1.5 and 0 < row["bench_cpu_share"] < 1.5
+        assert 0 < row["api_server_cpu_share"] < 1.5
     # Same server, same prompts, same load: the two tools cannot disagree by a factor of two on throughput.
-    assert 0.5 < comparison.loc[("chat", "output throughput"), "ratio"] < 2
-    workloads = store.frame(env, "fidelity.workloads").set_index("workload")
-    assert "bench serve" in workloads.loc["chat", "bench_command"] and workloads.loc["chat", "output_tokens"] > 0
+    assert 0.5 < comparison.loc[("chat", 16, "output throughput"), "ratio"] < 2
+    # the bench's definitions: TTFT counts the role-only message, so TTFT ≤ end-to-end for both tools
+    assert comparison.loc[("chat", 16, "TTFT median"), "harness"] < comparison.loc[("chat", 16, "end-to-end median"), "harness"]
+    engine = store.frame(env, "fidelity.engine_view")
+    assert len(engine) == 2 * len(points) and (engine["engine_ttft_ms"] > 0).all()
+    assert (engine[engine["workload"] == "chat"]["engine_itl_ms"] > 0).all()
+    workloads = store.frame(env, "fidelity.workloads").set_index(["workload", "concurrency"])
+    assert "bench serve" in workloads.loc[("chat", 4), "bench_command"] and workloads.loc[("chat", 4), "output_tokens"] > 0
+    assert str(tmp_path) not in workloads.loc[("chat", 4), "bench_command"]  # no temporary paths in published data
+    ceiling = store.frame(env, "fidelity.client_ceiling")
+    assert set(ceiling["workers"]) == {1, 2} and (ceiling["request_per_s"] > 0).all()
+    assert set(ceiling["limited_by"]) <= {"client", "synthetic server", "neither"}
+    paced = ceiling[ceiling["mode"] == "paced"]
+    assert (paced["itl_median_ms"] > paced["chunk_gap_ms"] * 0.8).all()  # the pause between chunks is what it reads
+    # the ceiling ran against no vLLM: its provenance names no server
+    provenance = json.loads((tmp_path / "data" / "limits-cpu" / "provenance.json").read_text())
+    assert provenance["datasets"]["fidelity.client_ceiling"]["servers"] == []
 
     peak = store.frame(env, "pooling_limits.matmul_peak")
     assert len(peak) == 1 and peak["tflops"].iloc[0] > 0

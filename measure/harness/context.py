@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from measure.experiment import STARTUP, ServerSpec
 from measure.harness import server as srv
 from measure.harness.client import Client
+from measure.harness.loadgen import LoadGenerator
 from measure.harness.profiles import Profile, server_env
 from measure.harness.staging import Staging
 from measure.models import ModelRef, resolve
@@ -114,6 +115,7 @@ class RunContext:
     _done_cache: dict[str, set] = field(default_factory=dict)
     _loop: asyncio.AbstractEventLoop | None = None
     _clients: list[Client] = field(default_factory=list)
+    _generators: dict[tuple, LoadGenerator] = field(default_factory=dict)
 
     def run(self, coro):
         """Run a coroutine on this experiment's one event loop (async clients stay bound to it)."""
@@ -122,6 +124,9 @@ class RunContext:
         return self._loop.run_until_complete(coro)
 
     def close(self) -> None:
+        for generator in self._generators.values():
+            generator.close()
+        self._generators = {}
         if self._loop is not None:
             for client in self._clients:
                 self._loop.run_until_complete(client.close())
@@ -152,9 +157,24 @@ class RunContext:
         self._clients.append(client)
         return client
 
+    def log(self, message: str) -> None:
+        """A progress line of a long step (plain text: no console markup)."""
+        console.print(message, markup=False, highlight=False)
+
+    def load(self, server: srv.Server, workers: int | None = None) -> LoadGenerator:
+        """The multi-process load generator for ``server`` (its worker processes live until the experiment ends)."""
+        key = (server.base_url, workers)
+        if key not in self._generators:
+            self._generators[key] = LoadGenerator(server.base_url, server.api_key, workers=workers)
+        return self._generators[key]
+
     def record(self, schema: DatasetSchema, row: dict) -> None:
         self.staging.append(schema, row)
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
+        if self._current_sid is None and schema.name not in self.dataset_servers:
+            # measured before any server started (the load client against its synthetic endpoint): no vLLM behind it
+            self.dataset_servers[schema.name] = set()
+            self.staging.note("dataset_servers", schema.name, [])
         if self._current_sid and self._current_sid not in self.dataset_servers.get(schema.name, set()):
             self.dataset_servers.setdefault(schema.name, set()).add(self._current_sid)
             self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))

@@ -27,13 +27,14 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
 
 def code_revision() -> str:
     """$MEASURE_CODE_REVISION where set (a host that got a copy of the tree, whose .git may be missing or
-    stale), else the git commit, with +dirty for uncommitted changes to tracked files."""
+    stale), else the git commit, with +dirty for uncommitted changes to tracked files outside data/ (a run's own
+    writes to data/ change no code)."""
     if os.environ.get("MEASURE_CODE_REVISION"):
         return os.environ["MEASURE_CODE_REVISION"]
     if not (REPO_ROOT / ".git").exists():
         return "unknown"
     rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data"])
     return rev + ("+dirty" if dirty else "")
 
 

@@ -113,10 +113,11 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
     total, starts, last_key = 0.0, 0, None
     for exp in instances:
         for step in exp.plan(profile):
-            if step.server.key != last_key:
+            if step.server is not None and step.server.key != last_key:
                 starts += 1
                 last_key = step.server.key
-            table.add_row(exp.name, step.server.label or step.server.model_role, step.what, str(step.requests), f"{step.seconds:.0f}")
+            served_by = "no vLLM" if step.server is None else step.server.label or step.server.model_role
+            table.add_row(exp.name, served_by, step.what, str(step.requests), f"{step.seconds:.0f}")
             total += step.seconds
     startup = 60.0 if profile.name == "cpu" else 150.0
     console.print(table)
@@ -226,7 +227,7 @@ def run(opts: RunOptions) -> list[str]:
                 datasets = current.setdefault("datasets", {})
                 for schema in exp.datasets:
                     if schema.name in promoted_now:
-                        used = ctx.dataset_servers.get(schema.name) or planned  # noqa: B023 - called before ctx changes
+                        used = ctx.dataset_servers.get(schema.name, planned)  # noqa: B023 - called before ctx changes
                         datasets[schema.name] = {"experiment": exp.name, "date": date, "code_revision": revision,
                                                  "servers": sorted(used), "software": sw}
                 servers = current["servers"] = servers_in_use(current)

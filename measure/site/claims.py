@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from babel.numbers import format_decimal
 
-from measure.schema import UnknownName
+from measure.schema import SATURATED, DatasetSchema, UnknownName
 from measure.store import Environment, Store, select
 
 LANGS = ("zh", "en")
@@ -39,6 +39,16 @@ TEXT = {
     "real_only": {"zh": "只接受真实权重的数据", "en": "accepts real-weight data only"},
     "yes": {"zh": "是", "en": "yes"},
     "no": {"zh": "否", "en": "no"},
+    "saturated": {
+        "zh": "测量时负载客户端最忙的进程占用了 {share} 个 CPU 核心（{column}，≥ {limit} 即视为饱和）："
+              "这一数值可能由客户端而不是服务器决定",
+        "en": "measured while the load client's busiest process used {share} of a CPU core ({column}; {limit} or more "
+              "counts as saturated): the client, not the server, may have set this figure",
+    },
+    "saturated_rows": {
+        "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
+        "en": "{count} row(s) measured while a load client was saturated (marked unconfirmed)",
+    },
     "dummy_only": {
         "zh": "仅有 dummy 权重的数据，不能用于正确率结论",
         "en": "only dummy-weight data exists, which cannot support an accuracy claim",
@@ -73,6 +83,15 @@ def format_number(value, lang: str, digits: int | None = None) -> str:
         digits = 0 if float(value).is_integer() else 2
     pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
     return format_decimal(value, format=pattern, locale=BABEL_LOCALE[lang])
+
+
+def saturation(schema: DatasetSchema, row) -> tuple[str, float] | None:
+    """The first client-load column of ``row`` at or above SATURATED, with its value; None if the client kept up."""
+    for column in schema.client_load_columns:
+        share = row[column]
+        if share is not None and not pd.isna(share) and share >= SATURATED:
+            return column, float(share)
+    return None
 
 
 def _stable_id(*parts: str) -> str:
@@ -173,16 +192,34 @@ class ClaimRenderer:
             shown_unit = col.unit if unit is None else unit
             text = format_number(number, self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
-            self._record(key=claim_key, kind="value", status=status, dataset=dataset, detail=candidate.name)
+            saturated = saturation(schema, rows.iloc[0])
+            reason = self.saturation_reason(*saturated) if saturated else ""
+            self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
+                         detail=reason or candidate.name)
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
+            guard = self.badge("unconfirmed", reason) if saturated else ""
             return (
                 f'<span class="claim-value {css}" title="{html.escape(self.provenance_text(candidate, dataset))}">'
-                f"{html.escape(text)}</span>{cited_mark}{self._source_link(candidate, dataset)}"
+                f"{html.escape(text)}</span>{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
         return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def saturation_reason(self, column: str, share: float) -> str:
+        return t("saturated", self.lang).format(share=format_number(share, self.lang, 2), column=column,
+                                                limit=format_number(SATURATED, self.lang, 2))
+
+    def _saturated_note(self, schema: DatasetSchema, frames, claim_key: str) -> str:
+        """Below a table or chart: how many of its rows a saturated client measured (each is an open claim)."""
+        count = sum(saturation(schema, row) is not None for _, rows in frames for _, row in rows.iterrows())
+        if not count:
+            return ""
+        text = t("saturated_rows", self.lang).format(count=count)
+        self._record(key=f"{claim_key}:saturated", kind="unconfirmed", status="unconfirmed", dataset=schema.name,
+                     detail=text)
+        return f'<p class="claim-saturated">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
 
     def unconfirmed(self, key: str, reason: str) -> str:
         """A statement whose cause is not established; the reason is shown in the page's language."""
@@ -251,10 +288,12 @@ class ClaimRenderer:
                     f"<td>{'' if pd.isna(row[c.name]) else html.escape(format_number(row[c.name], self.lang, digits.get(c.name)))}</td>"
                     for c in cols
                 )
-                body.append(f'<tr class="{row_class}"><td>{src}</td>{cells}</tr>')
-        missing = ""
+                saturated = saturation(schema, row)
+                guard = self.badge("unconfirmed", self.saturation_reason(*saturated)) if saturated else ""
+                body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
+        missing = self._saturated_note(schema, frames, claim_key)
         if status == "not_measured":
-            missing = f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
+            missing += f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
         return (
             f'<div class="claim-table"><table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>{missing}"
@@ -334,6 +373,7 @@ class ClaimRenderer:
             f'<div class="claim-chart" id="{div_id}"></div>'
             f'<script type="application/json" data-chart-for="{div_id}">{payload}</script>'
             f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
+            + self._saturated_note(schema, frames, claim_key)
         )
 
     # Names the pages may call; anything else is undefined and fails the build.

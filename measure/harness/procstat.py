@@ -1,0 +1,83 @@
+"""CPU seconds of processes, read from ``/proc`` (Linux): who was busy while a batch ran."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    try:
+        # the command name (field 2) may hold spaces and parentheses: split after its closing one
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of one process (its threads included, its children not)."""
+    fields = _stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS if fields else None
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds of every live process in a process group (a server and the workers it started)."""
+    total = 0.0
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _stat_fields(entry.name)
+        if fields and int(fields[2]) == pgid:  # field 5 of /proc/PID/stat: the process group
+            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return total
+
+
+class CpuSampler:
+    """Samples the CPU seconds of named processes every ``interval_s`` in a thread, so the share of a core
+    each used can be read afterwards over any window (a batch, or the timed part of another program's run)."""
+
+    def __init__(self, pids: dict[str, int | None], interval_s: float = 0.05):
+        import threading
+
+        self.pids = {name: pid for name, pid in pids.items() if pid}
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, dict[str, float | None]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        self.samples.append((time.monotonic(), {name: process_cpu_s(pid) for name, pid in self.pids.items()}))
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval_s)
+
+    def add(self, name: str, pid: int) -> None:
+        self.pids = self.pids | {name: pid}  # a new dict: the sampling thread reads the old one safely
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def share(self, name: str, t0: float, t1: float) -> float | None:
+        """CPU seconds of ``name`` over [t0, t1] divided by the window's length (samples interpolated)."""
+        points = [(t, c[name]) for t, c in list(self.samples) if c.get(name) is not None]
+        if t1 <= t0 or len(points) < 2 or points[0][0] > t0 + self.interval_s * 2 or points[-1][0] < t1 - self.interval_s * 2:
+            return None
+        return (_at(points, t1) - _at(points, t0)) / (t1 - t0)
+
+
+def _at(points: list[tuple[float, float]], t: float) -> float:
+    """The CPU seconds at time ``t``, linear between the samples around it."""
+    before = max((p for p in points if p[0] <= t), default=points[0], key=lambda p: p[0])
+    after = min((p for p in points if p[0] >= t), default=points[-1], key=lambda p: p[0])
+    if after[0] == before[0]:
+        return before[1]
+    return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])

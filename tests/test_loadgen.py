@@ -1,0 +1,126 @@
+"""The load generator measured like an instrument: against the synthetic endpoint (it stands in for no vLLM
+behaviour), its timings must follow vllm bench serve's definitions, and its saturation must reach the page."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from measure.harness import synthetic
+from measure.harness.bench import CPU_MARK, cpu_mark
+from measure.harness.loadgen import HttpRequest, LoadGenerator, split
+from measure.schema import SATURATED
+from measure.site.claims import ClaimRenderer
+
+GAP_MS = 20.0
+CHUNKS = 6
+
+
+def chat(n: int, chunks: int = CHUNKS) -> list[HttpRequest]:
+    return [HttpRequest.chat([{"role": "user", "content": "hello"}], "synthetic", chunks)] * n
+
+
+def test_split_deals_requests_and_in_flight_shares():
+    requests = chat(10)
+    parts = split(requests, concurrency=5, workers=3)
+    assert [share for _, share in parts] == [2, 2, 1]
+    assert sum(len(p) for p, _ in parts) == 10
+    # never more workers than requests may be in flight
+    assert len(split(requests, concurrency=2, workers=8)) == 2
+
+
+def test_timings_follow_the_bench_definitions():
+    """Paced chunks: TTFT is the role-only chunk (sent at once), one ITL per later chunk ≈ the gap, the
+    request ends at the last token chunk, tokens come from usage, and TPOT = (e2e − TTFT) / (tokens − 1)."""
+    with synthetic.running(chunk_gap_ms=GAP_MS) as (base, _), LoadGenerator(base, workers=2) as generator:
+        batch = generator.run(chat(8), concurrency=4)
+    assert not batch.errors and len(batch.workers) == 2
+    assert sorted(len(w.timings) for w in batch.workers) == [4, 4]
+    for timing in batch.timings:
+        assert timing.output_tokens == CHUNKS
+        assert timing.ttft_s < GAP_MS / 1000 / 2  # the role chunk, before the first paced token
+        assert len(timing.itl_s) == CHUNKS  # role chunk first, then one gap per token chunk
+        assert all(gap > GAP_MS / 1000 * 0.8 for gap in timing.itl_s)
+        assert timing.e2e_s == pytest.approx(timing.ttft_s + sum(timing.itl_s), abs=1e-6)
+        assert timing.tpot_s == pytest.approx((timing.e2e_s - timing.ttft_s) / (CHUNKS - 1))
+        assert timing.lag_s and max(timing.lag_s) < GAP_MS / 1000  # read soon after it was sent
+    summary = batch.summary()
+    assert summary.output_tokens == 8 * CHUNKS and summary.workers == 2
+    # 8 requests, 4 in flight: two waves of ~CHUNKS gaps each
+    assert summary.wall_s > 2 * CHUNKS * GAP_MS / 1000 * 0.8
+    assert 0 < summary.worker_cpu_max < 1
+
+
+def test_embeddings_end_when_the_body_is_read():
+    with synthetic.running() as (base, _), LoadGenerator(base, workers=1) as generator:
+        batch = generator.run([HttpRequest.embedding("x", "synthetic")] * 16, concurrency=4)
+    assert not batch.errors
+    for timing in batch.timings:
+        assert timing.prompt_tokens == 16 and 0 < timing.ttft_s <= timing.e2e_s
+
+
+def test_failed_requests_are_reported_not_timed():
+    with synthetic.running() as (base, _), LoadGenerator(base, workers=1) as generator:
+        batch = generator.run([HttpRequest("/v1/nowhere", b"{}", stream=True)] * 3, concurrency=3)
+    assert len(batch.errors) == 3 and all(e.startswith("HTTP 404") for e in batch.errors)
+    with pytest.raises(RuntimeError, match="3 of 3 requests failed"):
+        batch.summary()
+
+
+def test_bench_cpu_mark_is_read_from_its_output():
+    assert cpu_mark(f"noise\n{CPU_MARK} [3.0, 4.0, 12.5]\nmore") == (3.0, 4.0, 12.5)
+    assert cpu_mark("no mark") is None
+
+
+def test_cpu_sampler_reads_a_share_over_any_window():
+    import os
+    import time
+
+    from measure.harness.procstat import CpuSampler
+
+    with CpuSampler({"me": os.getpid()}, interval_s=0.02) as sampler:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.4:  # busy
+            pass
+        t1 = time.monotonic()
+        time.sleep(0.4)  # idle
+        t2 = time.monotonic()
+    assert sampler.share("me", t0, t1) > 0.6
+    assert sampler.share("me", t1 + 0.05, t2) < 0.3
+    assert sampler.share("nobody", t0, t1) is None
+
+
+def comparison_rows(tmp_root, rows):
+    from measure.experiments.fidelity import COMPARISON
+
+    path = tmp_root / "fixture-cpu" / COMPARISON.file_name
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(COMPARISON.header)
+        for row in rows:
+            writer.writerow(COMPARISON.row_to_cells(row))
+
+
+def row(concurrency, harness_cpu):
+    return {"workload": "chat", "concurrency": concurrency, "metric": "output throughput", "unit": "tok/s",
+            "harness": 100.0, "harness_min": 99.0, "harness_max": 101.0, "bench": 100.0, "bench_min": 99.0,
+            "bench_max": 101.0, "ratio": 1.0, "gap_pct": 0.0, "rounds": 3, "harness_workers": 1,
+            "harness_worker_cpu_max": harness_cpu, "bench_cpu_share": 0.3, "api_server_cpu_share": 0.5,
+            "limited_by": "none"}
+
+
+@pytest.mark.parametrize("lang, word", [("en", "Unconfirmed"), ("zh", "未确认")])
+def test_a_saturated_client_turns_its_figures_unconfirmed(fixture_root, lang, word):
+    from measure.site.scan import make_store
+
+    comparison_rows(fixture_root, [row(4, 0.40), row(16, SATURATED + 0.05)])
+    renderer = ClaimRenderer(make_store(fixture_root), lang, f"page.{lang}.md", data_url="../data/")
+    kept_up = renderer.value("fidelity.comparison", "ratio", workload="chat", concurrency=4, metric="output throughput")
+    assert word not in kept_up and renderer.claims[-1].status == "measured"
+    saturated = renderer.value("fidelity.comparison", "ratio", workload="chat", concurrency=16, metric="output throughput")
+    assert word in saturated and "0.90" in saturated and "harness_worker_cpu_max" in saturated
+    assert renderer.claims[-1].status == "unconfirmed"
+    table = renderer.table("fidelity.comparison")
+    assert table.count("claim-unconfirmed") == 2  # the saturated row's badge and the note under the table
+    assert any(c.status == "unconfirmed" and c.key.endswith(":saturated") for c in renderer.claims)
