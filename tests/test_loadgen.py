@@ -9,7 +9,7 @@ import pytest
 
 from measure.harness import synthetic
 from measure.harness.bench import CPU_MARK, cpu_mark
-from measure.harness.loadgen import HttpRequest, LoadGenerator, split
+from measure.harness.loadgen import HttpRequest, LoadGenerator, shares
 from measure.schema import SATURATED
 from measure.site.claims import ClaimRenderer
 
@@ -21,13 +21,20 @@ def chat(n: int, chunks: int = CHUNKS) -> list[HttpRequest]:
     return [HttpRequest.chat([{"role": "user", "content": "hello"}], "synthetic", chunks)] * n
 
 
-def test_split_deals_requests_and_in_flight_shares():
-    requests = chat(10)
-    parts = split(requests, concurrency=5, workers=3)
-    assert [share for _, share in parts] == [2, 2, 1]
-    assert sum(len(p) for p, _ in parts) == 10
-    # never more workers than requests may be in flight
-    assert len(split(requests, concurrency=2, workers=8)) == 2
+def test_in_flight_shares():
+    assert shares(concurrency=5, workers=3, requests=10) == [2, 2, 1]
+    assert shares(concurrency=2, workers=8, requests=10) == [1, 1]  # never more workers than slots
+    assert shares(concurrency=8, workers=4, requests=2) == [4, 4]  # nor than requests
+
+
+def test_workers_with_unequal_shares_keep_every_slot_busy():
+    """3 slots over 2 workers (2 + 1), 9 equal requests: three waves, as with one semaphore. Dealing the
+    requests out beforehand (5 + 4) left the one-slot worker running four in a row."""
+    wave = CHUNKS * GAP_MS / 1000
+    with synthetic.running(chunk_gap_ms=GAP_MS) as (base, _), LoadGenerator(base, workers=2) as generator:
+        batch = generator.run(chat(9), concurrency=3)
+    assert not batch.errors and sorted(len(w.timings) for w in batch.workers) == [3, 6]
+    assert batch.wall_s < 3.6 * wave
 
 
 def test_timings_follow_the_bench_definitions():
@@ -36,7 +43,7 @@ def test_timings_follow_the_bench_definitions():
     with synthetic.running(chunk_gap_ms=GAP_MS) as (base, _), LoadGenerator(base, workers=2) as generator:
         batch = generator.run(chat(8), concurrency=4)
     assert not batch.errors and len(batch.workers) == 2
-    assert sorted(len(w.timings) for w in batch.workers) == [4, 4]
+    assert sum(len(w.timings) for w in batch.workers) == 8
     for timing in batch.timings:
         assert timing.output_tokens == CHUNKS
         assert timing.ttft_s < GAP_MS / 1000 / 2  # the role chunk, before the first paced token
