@@ -131,3 +131,22 @@ def test_a_saturated_client_turns_its_figures_unconfirmed(fixture_root, lang, wo
     table = renderer.table("fidelity.comparison")
     assert table.count("claim-unconfirmed") == 2  # the saturated row's badge and the note under the table
     assert any(c.status == "unconfirmed" and c.key.endswith(":saturated") for c in renderer.claims)
+
+
+def test_rows_outside_a_pages_tolerance_are_unconfirmed(fixture_root):
+    from measure.schema import UnknownName
+    from measure.site.scan import make_store
+
+    far = row(4, 0.40) | {"ratio": 1.2}
+    comparison_rows(fixture_root, [far, row(16, 0.40)])
+    renderer = ClaimRenderer(make_store(fixture_root), "en", "page.en.md", data_url="../data/")
+    table = renderer.table("fidelity.comparison", tolerance={"ratio": [0.95, 1.05]})
+    assert "outside this page&#x27;s tolerance of 0.95–1.05" in table and "1 row(s) marked unconfirmed" in table
+    assert "Unconfirmed" not in renderer.table("fidelity.comparison")  # no tolerance asked, none applied
+    html = renderer.value("fidelity.comparison", "ratio", workload="chat", concurrency=4, metric="output throughput",
+                          tolerance={"ratio": [0.95, 1.05]})
+    assert "Unconfirmed" in html and renderer.claims[-1].status == "unconfirmed"
+    with pytest.raises(UnknownName):
+        renderer.table("fidelity.comparison", tolerance={"ratioo": [0.95, 1.05]})
+    with pytest.raises(UnknownName):
+        renderer.table("fidelity.comparison", tolerance={"ratio": [1.05, 0.95]})

@@ -110,7 +110,8 @@ CEILING = DatasetSchema(
         Column("lag_median_ms", "float", "ms", "arrival minus the server's send stamp, median over chunks", nullable=True),
         Column("lag_p99_ms", "float", "ms", "the same, 99th percentile", nullable=True),
         Column("itl_median_ms", "float", "ms", "the client's inter-token latency, median", nullable=True),
-        Column("worker_cpu_max", "float", "", "busiest worker, CPU seconds / wall seconds", role=CLIENT_LOAD),
+        # not a client_load column: flat out, this dataset saturates the client on purpose (that is its ceiling)
+        Column("worker_cpu_max", "float", "", "busiest worker, CPU seconds / wall seconds"),
         Column("client_cpu_cores", "float", "cores", "all workers' CPU seconds / wall seconds"),
         Column("server_processes", "int", "processes"),
         Column("server_cpu_cores", "float", "cores", "the synthetic server's CPU seconds / wall seconds"),

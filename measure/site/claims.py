@@ -45,9 +45,17 @@ TEXT = {
         "en": "measured while the load client's busiest process used {share} of a CPU core ({column}; {limit} or more "
               "counts as saturated): the client, not the server, may have set this figure",
     },
+    "outside_tolerance": {
+        "zh": "{column} = {value}，超出本页设定的容差 {low}–{high}",
+        "en": "{column} = {value}, outside this page's tolerance of {low}–{high}",
+    },
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
         "en": "{count} row(s) measured while a load client was saturated (marked unconfirmed)",
+    },
+    "flagged_rows": {
+        "zh": "{count} 行标为未确认（悬停在标记上可看原因）",
+        "en": "{count} row(s) marked unconfirmed (hover over the mark for the reason)",
     },
     "dummy_only": {
         "zh": "仅有 dummy 权重的数据，不能用于正确率结论",
@@ -165,15 +173,18 @@ class ClaimRenderer:
         unit: str | None = None,
         scale: float = 1.0,
         key: str | None = None,
+        tolerance: dict | None = None,
         **where,
     ) -> str:
-        """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``."""
+        """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
+        ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
         col = schema.column(column)
         for name in where:
             schema.column(name)
+        self._check_tolerance(schema, tolerance)
         claim_key = key or f"{dataset}:{column}" + "".join(f"[{k}={v}]" for k, v in sorted(where.items()))
         envs = self.store.sources(dataset, env=env, cited=(source == "cited"))
         for candidate in envs:
@@ -192,8 +203,8 @@ class ClaimRenderer:
             shown_unit = col.unit if unit is None else unit
             text = format_number(number, self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
-            saturated = saturation(schema, rows.iloc[0])
-            reason = self.saturation_reason(*saturated) if saturated else ""
+            reason = "; ".join(self.row_reasons(schema, rows.iloc[0], tolerance))
+            saturated = bool(reason)
             self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
                          detail=reason or candidate.name)
             css = "claim-cited" if candidate.cited else "claim-measured"
@@ -206,6 +217,26 @@ class ClaimRenderer:
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
         return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def row_reasons(self, schema: DatasetSchema, row, tolerance: dict | None) -> list[str]:
+        """Why a row's figures are 未确认: a saturated load client, or a value outside the page's tolerance."""
+        reasons = []
+        saturated = saturation(schema, row)
+        if saturated:
+            reasons.append(self.saturation_reason(*saturated))
+        for column, (low, high) in (tolerance or {}).items():
+            value = row[column]
+            if value is not None and not pd.isna(value) and not low <= value <= high:
+                reasons.append(t("outside_tolerance", self.lang).format(
+                    column=column, value=format_number(value, self.lang, 3), low=format_number(low, self.lang, 2),
+                    high=format_number(high, self.lang, 2)))
+        return reasons
+
+    def _check_tolerance(self, schema: DatasetSchema, tolerance: dict | None) -> None:
+        for column, bounds in (tolerance or {}).items():
+            schema.column(column)
+            if len(bounds) != 2 or not bounds[0] < bounds[1]:
+                raise UnknownName(f"{self.page}: tolerance for {column!r} must be (low, high) with low < high, not {bounds!r}")
 
     def saturation_reason(self, column: str, share: float) -> str:
         return t("saturated", self.lang).format(share=format_number(share, self.lang, 2), column=column,
@@ -259,8 +290,10 @@ class ClaimRenderer:
         labels: dict | None = None,
         digits: dict | None = None,
         key: str | None = None,
+        tolerance: dict | None = None,
     ) -> str:
-        """All matching rows of every environment (ours and cited) in one table, one source column."""
+        """All matching rows of every environment (ours and cited) in one table, one source column; rows outside
+        ``tolerance`` or measured by a saturated client carry a 未确认 mark with the reason."""
         schema = self.store.schema(dataset)
         where = where or {}
         labels = labels or {}
@@ -268,6 +301,7 @@ class ClaimRenderer:
         cols = [schema.column(c) for c in (columns or schema.header)]
         for name in list(labels) + list(digits):
             schema.column(name)
+        self._check_tolerance(schema, tolerance)
         frames = self._frames(dataset, env, where)
         claim_key = key or f"{dataset}:table"
         status = self._summary_status(frames)
@@ -279,7 +313,7 @@ class ClaimRenderer:
             f"<th>{html.escape(labels.get(c.name, c.name))}{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
             for c in cols
         )
-        body = []
+        body, flagged = [], 0
         for env_obj, rows in frames:
             src = self._source_link(env_obj, dataset) + (self.badge("cited") if env_obj.cited else "")
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
@@ -288,10 +322,15 @@ class ClaimRenderer:
                     f"<td>{'' if pd.isna(row[c.name]) else html.escape(format_number(row[c.name], self.lang, digits.get(c.name)))}</td>"
                     for c in cols
                 )
-                saturated = saturation(schema, row)
-                guard = self.badge("unconfirmed", self.saturation_reason(*saturated)) if saturated else ""
+                reasons = self.row_reasons(schema, row, tolerance)
+                guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
+                flagged += bool(reasons)
                 body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
         missing = self._saturated_note(schema, frames, claim_key)
+        if tolerance and flagged:
+            text = t("flagged_rows", self.lang).format(count=flagged)
+            self._record(key=f"{claim_key}:flagged", kind="unconfirmed", status="unconfirmed", dataset=dataset, detail=text)
+            missing += f'<p class="claim-flagged">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
         if status == "not_measured":
             missing += f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
         return (
