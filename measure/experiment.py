@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from measure.harness.profiles import Profile
 
 
+# vLLM's flag for pooling models (embeddings, rerank): experiments that serve one share it from here.
+POOLING = ("--runner", "pooling")
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """One vLLM server configuration. Experiments whose specs are equal share one server start."""

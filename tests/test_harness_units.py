@@ -327,17 +327,17 @@ def test_resuming_staged_rows_needs_the_same_kind_of_machine_and_inputs(tmp_path
 
 
 def test_time_per_output_token_ignores_chunks_that_arrive_in_bursts():
-    from measure.harness.client import BatchResult, RequestResult
-    from measure.harness.load import summarise
+    from measure.harness.loadgen import Batch, Timing, WorkerReport
 
     # 11 tokens over 1.0 s after a 0.1 s first token; the client read the last 10 chunks back to back.
-    burst = RequestResult(True, e2e_s=1.1, ttft_s=0.1, itl_s=[0.0001] * 10, completion_tokens=11)
-    steady = RequestResult(True, e2e_s=0.6, ttft_s=0.1, itl_s=[0.05] * 10, completion_tokens=11)
-    summary = summarise(BatchResult([burst, burst, steady], wall_s=2.0, client_cpu_s=0.1), 3)
+    burst = Timing(True, start=0.0, end=1.1, ttft_s=0.1, itl_s=[0.0001] * 10, output_tokens=11)
+    steady = Timing(True, start=0.0, end=0.6, ttft_s=0.1, itl_s=[0.05] * 10, output_tokens=11)
+    timings = [burst, burst, steady]
+    summary = Batch(timings, 2.0, [WorkerReport(timings, 0.1, 2.0)], 3).summary()
     assert summary.tpot_median_ms == pytest.approx(100.0)
     assert summary.itl_median_ms == pytest.approx(0.1)  # what the chunk gaps would have claimed
-    one_token = RequestResult(True, e2e_s=0.2, ttft_s=0.1, completion_tokens=1)
-    assert summarise(BatchResult([one_token], 1.0, 0.0), 1).tpot_median_ms is None
+    one_token = Timing(True, start=0.0, end=0.2, ttft_s=0.1, output_tokens=1)
+    assert Batch([one_token], 1.0, [WorkerReport([one_token], 0.0, 1.0)], 1).summary().tpot_median_ms is None
 
 
 def test_a_server_whose_engine_failed_but_which_hangs_is_given_up_on(tmp_path, monkeypatch):
@@ -361,3 +361,16 @@ def test_a_server_whose_engine_failed_but_which_hangs_is_given_up_on(tmp_path, m
     assert "EngineCore failed to start" in failed.value.log
     assert not list((tmp_path / "state" / "pids").glob("*.json"))  # stopped and forgotten
     assert "sleep 300" not in os.popen("ps -eo args").read()
+
+
+def test_experiments_do_not_import_each_other():
+    """Workloads and shared server flags come from measure/workloads.py and measure/experiment.py, so the same
+    quantity is measured on the same inputs and no experiment's change re-fingerprints another."""
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "measure" / "experiments"
+    offenders = [f"{path.name}:{n}" for path in sorted(folder.glob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if re.match(r"\s*(from measure\.experiments(\.|\s)|import measure\.experiments)", line)]
+    assert not offenders, offenders

@@ -14,8 +14,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.experiments.pooling import POOLING, sentences
+from measure.experiment import POOLING, Experiment, ServerSpec, Step, register
 from measure.harness import synthetic
 from measure.harness.bench import bench_serve
 from measure.harness.loadgen import HttpRequest, LoadGenerator, default_workers
@@ -23,6 +22,7 @@ from measure.harness.metrics import histogram_mean_ms
 from measure.harness.procstat import CpuSampler, group_cpu_s
 from measure.harness.profiles import cpu_cores
 from measure.schema import CLIENT_LOAD, SATURATED, Column, DatasetSchema
+from measure.workloads import sentences
 
 LIMITED_BY_DOC = ("the processes busier than the saturation share of one core: our client, vllm bench serve, "
                   "vLLM API server (comma-separated), or none")

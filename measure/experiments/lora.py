@@ -13,10 +13,10 @@ import statistics
 from pathlib import Path
 
 from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.harness.client import gather_limited
+from measure.harness.loadgen import HttpRequest
 from measure.harness.server import ServerFailed
 from measure.models import TextDims
-from measure.schema import Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 
 RANKS = (8, 16, 64)
 SLOT_ADAPTERS = (1, 2, 4, 8)
@@ -36,6 +36,8 @@ OVERHEAD = DatasetSchema(
         Column("slowdown_pct", "float", "%", "how much worse than without an adapter"),
         Column("base_value", "float", doc="without an adapter (tok/s or ms)", nullable=True),
         Column("adapter_value", "float", doc="through the adapter (tok/s or ms)", nullable=True),
+        Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds, "
+               "highest batch", nullable=True, role=CLIENT_LOAD),
     ),
 )
 SLOTS_DATASET = DatasetSchema(
@@ -46,6 +48,8 @@ SLOTS_DATASET = DatasetSchema(
         Column("adapters", "int", "", "adapters requested in turn"),
         Column("max_loras", "int", "", "--max-loras slots"),
         Column("tokens_per_s", "float", "tok/s", "generated tokens / wall time"),
+        Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds, "
+               "highest batch", nullable=True, role=CLIENT_LOAD),
     ),
 )
 COMPAT = DatasetSchema(
@@ -154,30 +158,36 @@ class Lora(Experiment):
         n = ctx.sizes.get("lora_requests", 16)
         repeats = ctx.sizes["repeats"]
         if not all(ctx.done(OVERHEAD, model=base.name, rank=r, metric=m) for r in RANKS for m in ("throughput", "ttft")):
-            client = ctx.client(ctx.server(overhead))
+            server = ctx.server(overhead)
             names = [base.name] + [f"rank{r}" for r in RANKS]
-            self.warm(ctx, client, names)
+            self.warm(ctx, ctx.client(server), names)
             tps: dict[str, list[float]] = {m: [] for m in names}
             ttft: dict[str, list[float]] = {m: [] for m in names}
+            busiest = 0.0
             for rep in range(repeats):  # interleaved, rotating order: drift hits every arm alike
                 for name in names[rep % len(names):] + names[:rep % len(names)]:
-                    t, f = self.load(ctx, client, [name] * n)
+                    t, f, cpu = self.load(ctx, server, [name] * n)
                     tps[name].append(t)
                     ttft[name].append(f)
+                    busiest = max(busiest, cpu)
             base_tps, base_ttft = statistics.median(tps[base.name]), statistics.median(ttft[base.name])
             for r in RANKS:
                 a_tps, a_ttft = statistics.median(tps[f"rank{r}"]), statistics.median(ttft[f"rank{r}"])
                 ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "throughput", "base_value": base_tps,
-                                      "adapter_value": a_tps, "slowdown_pct": (base_tps - a_tps) / base_tps * 100})
+                                      "adapter_value": a_tps, "slowdown_pct": (base_tps - a_tps) / base_tps * 100,
+                                      "client_cpu_max": busiest})
                 ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "ttft", "base_value": base_ttft,
-                                      "adapter_value": a_ttft, "slowdown_pct": (a_ttft - base_ttft) / base_ttft * 100})
+                                      "adapter_value": a_ttft, "slowdown_pct": (a_ttft - base_ttft) / base_ttft * 100,
+                                      "client_cpu_max": busiest})
         if not all(ctx.done(SLOTS_DATASET, adapters=a, max_loras=SLOTS) for a in SLOT_ADAPTERS):
-            client = ctx.client(ctx.server(slots))
-            self.warm(ctx, client, [f"slot{i}" for i in range(max(SLOT_ADAPTERS))])
+            server = ctx.server(slots)
+            self.warm(ctx, ctx.client(server), [f"slot{i}" for i in range(max(SLOT_ADAPTERS))])
             for a in SLOT_ADAPTERS:
                 names = [f"slot{i % a}" for i in range(n)]
-                rates = [self.load(ctx, client, names)[0] for _ in range(repeats)]
-                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS, "tokens_per_s": statistics.median(rates)})
+                runs = [self.load(ctx, server, names) for _ in range(repeats)]
+                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS,
+                                           "tokens_per_s": statistics.median(r[0] for r in runs),
+                                           "client_cpu_max": max(r[2] for r in runs)})
         if not ctx.done(COMPAT, feature="speculative decoding (ngram)"):
             row = {"feature": "speculative decoding (ngram)"}
             try:
@@ -201,14 +211,12 @@ class Lora(Experiment):
             ctx.run(client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=4, model_override=name))
 
     @staticmethod
-    def load(ctx, client, models: list[str]) -> tuple[float, float]:
-        """Requests with the given model names, 8 in flight: (generated tok/s, median TTFT ms)."""
-        def request(model):
-            return lambda: client.chat_stream([{"role": "user", "content": PROMPT}], max_tokens=32,
-                                              model_override=model, extra_body={"ignore_eos": True})
-
-        batch = ctx.run(gather_limited([request(m) for m in models], 8))
+    def load(ctx, server, models: list[str]) -> tuple[float, float, float]:
+        """Requests with the given model names, 8 in flight: (generated tok/s, median TTFT ms, the load generator's
+        busiest worker's share of a core)."""
+        requests = [HttpRequest.chat([{"role": "user", "content": PROMPT}], model, 32, ignore_eos=True) for model in models]
+        batch = ctx.load(server).run(requests, 8)
         if batch.errors:
             raise RuntimeError(f"LoRA requests failed: {batch.errors[:2]}")
-        tokens = sum(r.completion_tokens or 0 for r in batch.results)
-        return tokens / batch.wall_s, statistics.median(r.ttft_s * 1000 for r in batch.results)
+        summary = batch.summary()
+        return summary.output_tok_s, summary.ttft_median_ms, summary.worker_cpu_max

@@ -8,26 +8,19 @@ and sent as data URLs, so no outside address is ever fetched.
 from __future__ import annotations
 
 import base64
-import io
 import json
-import random
 import statistics
-import subprocess
 
 import pandas as pd
-from PIL import Image, ImageDraw, ImageFont
 
 from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.harness.client import gather_limited
+from measure.harness.loadgen import HttpRequest
 from measure.harness.logparse import parse_startup
+from measure.harness.profiles import vision_unavailable
 from measure.harness.server import ServerFailed
-from measure.schema import Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
+from measure.workloads import QUESTION_COLOUR, QUESTION_DIGITS, UNTRUSTED_PAYLOADS, draw, image_message
 
-SEED = 20261027
-COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 70, 220), "yellow": (235, 200, 20),
-           "purple": (140, 50, 170), "orange": (245, 130, 20)}
-QUESTION_DIGITS = "What is the four-digit number in the image? Answer with the number only."
-QUESTION_COLOUR = "What colour is the rectangle in the image? Answer with one word."
 ARTICLE_CARD_GIB = 8  # the article's laptop card; emulated on larger GPUs
 
 STARTUP_MEMORY = DatasetSchema(
@@ -126,6 +119,8 @@ MULTI_IMAGE = DatasetSchema(
         Column("prompt_tokens", "int", "tokens", "median"),
         Column("ttft_ms", "float", "ms", "median over requests (new images each time)"),
         Column("requests", "int"),
+        Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds",
+               role=CLIENT_LOAD),
     ),
 )
 UNTRUSTED = DatasetSchema(
@@ -154,43 +149,6 @@ ACCURACY = DatasetSchema(
 
 MULTI_MAX = 4
 MULTI_POINTS = [(k, 1) for k in range(1, MULTI_MAX + 1)] + [(1, c) for c in (4, 16)]
-# Bytes of formats the 0.32.0 release notes say untrusted images may no longer be opened as; a PNG for control.
-UNTRUSTED_PAYLOADS = {
-    "EPS": b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 16 16\nnewpath 0 0 moveto 16 16 lineto stroke\nshowpage\n%%EOF\n",
-    "PostScript": b"%!PS-Adobe-3.0\n%%Pages: 1\n%%EndComments\nnewpath 0 0 moveto 72 72 lineto stroke\nshowpage\n%%EOF\n",
-    "WMF (placeable)": bytes.fromhex("d7cdc69a0000000000001000100048000000000000000000") + bytes.fromhex("010009000003") + bytes(12),
-}
-
-
-def _png_bytes() -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (32, 32), "white").save(buf, format="PNG")
-    return buf.getvalue()
-
-
-UNTRUSTED_PAYLOADS["PNG (control)"] = _png_bytes()
-
-
-def draw(side: int, index: int) -> tuple[str, str, str]:
-    """One test image as a PNG data URL, with its colour name and digits."""
-    rng = random.Random(SEED + 7919 * index + side)
-    colour = rng.choice(sorted(COLOURS))
-    digits = f"{rng.randint(1000, 9999)}"
-    img = Image.new("RGB", (side, side), "white")
-    pen = ImageDraw.Draw(img)
-    pen.rectangle([side // 10, side // 10, side // 2, side // 2], fill=COLOURS[colour])
-    font = ImageFont.load_default(size=max(12, side // 8))
-    pen.text((side // 10, int(side * 0.62)), digits, fill="black", font=font)
-    buf = io.BytesIO()
-    img.save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(), colour, digits
-
-
-def image_message(url: str, question: str) -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
-                                         {"type": "text", "text": question}]}]
-
-
 def limit(count: int, side: int | None = None) -> str:
     image = {"count": count, "width": side, "height": side} if side else count
     return json.dumps({"image": image, "video": 0}, separators=(",", ":"))
@@ -204,13 +162,7 @@ class Multimodal(Experiment):
                 PROCESSOR_CACHE, MULTI_IMAGE, UNTRUSTED)
 
     def unavailable(self, profile, python: str) -> str | None:
-        # vLLM's Qwen-VL models import transformers' image processor, which imports torchvision.
-        probe = subprocess.run([python, "-c", "import torchvision"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            last = (probe.stderr.strip().splitlines() or ["?"])[-1]
-            return (f"torchvision does not import beside this torch ({last[:160]}); vision-language models need it."
-                    " Install the torch/torchvision pair of one build (README: multimodal on CPU).")
-        return None
+        return vision_unavailable(python)
 
     @staticmethod
     def sides(profile) -> tuple[int, ...]:
@@ -276,7 +228,7 @@ class Multimodal(Experiment):
             client = ctx.client(server)
             self.run_processor_cache(ctx, server, client, gb)
             if gb == 4:
-                self.run_multi_image(ctx, client)
+                self.run_multi_image(ctx, server)
 
     def run_untrusted(self, ctx, client):
         for fmt, payload in UNTRUSTED_PAYLOADS.items():
@@ -309,26 +261,26 @@ class Multimodal(Experiment):
     def multi_done(self, ctx) -> bool:
         return all(ctx.done(MULTI_IMAGE, images_per_prompt=k, concurrency=c) for k, c in MULTI_POINTS)
 
-    def run_multi_image(self, ctx, client):
+    def run_multi_image(self, ctx, server):
         base = 30_000
         for k, conc in MULTI_POINTS:
             if ctx.done(MULTI_IMAGE, images_per_prompt=k, concurrency=conc):
                 continue
             requests = max(conc, ctx.sizes["repeats"])
 
-            def factory(first: int, k=k):
-                urls = [draw(448, first + m)[0] for m in range(k)]
-                content = [{"type": "image_url", "image_url": {"url": u}} for u in urls]
+            def request(first: int, k=k) -> HttpRequest:
+                content = [{"type": "image_url", "image_url": {"url": draw(448, first + m)[0]}} for m in range(k)]
                 content.append({"type": "text", "text": QUESTION_COLOUR})
-                return lambda: client.chat_stream([{"role": "user", "content": content}], max_tokens=1)
+                return HttpRequest.chat([{"role": "user", "content": content}], server.model, 1)
 
-            batch = ctx.run(gather_limited([factory(base + i * MULTI_MAX) for i in range(requests)], conc))
+            batch = ctx.load(server).run([request(base + i * MULTI_MAX) for i in range(requests)], conc)
             base += requests * MULTI_MAX  # never resend an image: each TTFT includes the encoder
             if batch.errors:
                 raise RuntimeError(f"multi-image requests failed: {batch.errors[:2]}")
             ctx.record(MULTI_IMAGE, {"images_per_prompt": k, "concurrency": conc, "requests": requests,
-                                     "prompt_tokens": int(statistics.median(r.prompt_tokens for r in batch.results)),
-                                     "ttft_ms": statistics.median(r.ttft_s * 1000 for r in batch.results)})
+                                     "prompt_tokens": int(statistics.median(t.prompt_tokens for t in batch.timings)),
+                                     "ttft_ms": statistics.median(t.ttft_s * 1000 for t in batch.timings),
+                                     "client_cpu_max": batch.worker_cpu_max})
 
     def run_startup_memory(self, ctx):
         for cond, mem in self.memory_conditions(ctx.profile).items():

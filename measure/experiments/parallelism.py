@@ -14,14 +14,14 @@ import statistics
 from dataclasses import dataclass
 
 from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.experiments.pooling import WORDS, sentences
 from measure.harness import provenance as prov
 from measure.harness.client import gather_limited
-from measure.harness.load import chat_load, summarise
+from measure.harness.loadgen import HttpRequest
 from measure.harness.metrics import histogram_mean_ms
 from measure.harness.profiles import cpu_cores
 from measure.harness.server import ServerFailed
-from measure.schema import Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
+from measure.workloads import random_words, sentences
 
 SCALING = DatasetSchema(
     name="parallelism.scaling",
@@ -42,6 +42,8 @@ SCALING = DatasetSchema(
                "chunks in bursts", nullable=True),
         Column("kv_cache_tokens", "int", "tokens", "from the start-up log (summed over DP engines where logged per engine)", nullable=True),
         Column("max_concurrency", "float", "×", "from the start-up log", nullable=True),
+        Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds",
+               role=CLIENT_LOAD),
     ),
 )
 COMM_COST = DatasetSchema(
@@ -51,12 +53,15 @@ COMM_COST = DatasetSchema(
     columns=(
         Column("layout", "str"),
         Column("enforce_eager", "bool"),
-        Column("itl_ms", "float", "ms", "per-token latency at concurrency 1 as the client saw it: median gap between chunks"),
+        Column("itl_ms", "float", "ms", "per-token latency at concurrency 1 as the client saw it: median gap between "
+               "streamed messages (vllm bench serve's ITL)"),
         Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's"),
         Column("engine_itl_ms", "float", "ms", "the same, by the engine's own timestamps (/metrics "
                "vllm:inter_token_latency_seconds, mean)", nullable=True),
         Column("engine_itl_vs_single", "float", "×", "engine_itl_ms / the single-rank layout's", nullable=True),
         Column("interconnect", "str", doc="nvidia-smi topo -m between rank 0 and 1, or the CPU backend's shared memory", nullable=True),
+        Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds",
+               role=CLIENT_LOAD),
     ),
 )
 LAYOUTS = DatasetSchema(
@@ -249,10 +254,12 @@ class Parallelism(Experiment):
                 continue
             server, client, eager = served
             prompts = sentences(max(self.requests_at(load, c) for c in load["concurrency"]), load["words"], seed=11)
+            generator = ctx.load(server, workers=load.get("workers"))
             for conc in load["concurrency"]:
-                batch = prompts[:self.requests_at(load, conc)]
+                batch = [HttpRequest.chat([{"role": "user", "content": p}], server.model, load["output_tokens"],
+                                          ignore_eos=True) for p in prompts[:self.requests_at(load, conc)]]
                 before = server.metrics()
-                summary = summarise(ctx.run(chat_load(client, batch, load["output_tokens"], conc)), conc)
+                summary = generator.run(batch, conc).summary()
                 delta = server.metrics() - before
                 engine_itl = histogram_mean_ms(delta, "vllm:inter_token_latency_seconds")
                 if conc == 1:
@@ -265,7 +272,8 @@ class Parallelism(Experiment):
                                                "engine_itl_ms": engine_itl,
                                                "engine_itl_vs_single": (engine_itl / single_engine_itl
                                                                         if engine_itl and single_engine_itl else None),
-                                               "interconnect": interconnect if layout.ranks > 1 else None})
+                                               "interconnect": interconnect if layout.ranks > 1 else None,
+                                               "client_cpu_max": summary.worker_cpu_max})
                 if conc in todo:
                     ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,
                                          "concurrency": conc,
@@ -273,7 +281,8 @@ class Parallelism(Experiment):
                                          "ttft_ms": summary.ttft_median_ms, "tpot_ms": summary.tpot_median_ms,
                                          "engine_itl_ms": engine_itl,
                                          "kv_cache_tokens": server.facts.kv_cache_tokens,
-                                         "max_concurrency": server.facts.max_concurrency})
+                                         "max_concurrency": server.facts.max_concurrency,
+                                         "client_cpu_max": summary.worker_cpu_max})
             if routing:
                 self.run_routing(ctx, server, client, layout, load)
 
@@ -314,7 +323,7 @@ class Parallelism(Experiment):
             # round-robin sends each prefix to a different engine on each pass.
             if load["prefixes"] % layout.dp == 0:
                 raise ValueError(f"parallel_load prefixes={load['prefixes']} must not be a multiple of DP={layout.dp}")
-            prefixes = [" ".join(rng.choice(WORDS) for _ in range(load["prefix_words"])) for _ in range(load["prefixes"])]
+            prefixes = [random_words(load["prefix_words"], rng) for _ in range(load["prefixes"])]
             order = [(p, k) for k in range(load["per_prefix"]) for p in range(len(prefixes))]
 
             def request(i: int, p: int, k: int, routing=routing, prefixes=prefixes):

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import random
 import statistics
 
-from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.experiment import POOLING, Experiment, ServerSpec, Step, register
 from measure.harness.client import gather_limited, median
 from measure.models import CONFIGS
-from measure.schema import Column, DatasetSchema
-
-# Words for the random sentences: common English words, so every tokenizer splits them similarly.
-WORDS = (
-    "time year people way day man thing woman life child world school state family student group country "
-    "problem hand part place case week company system program question work government number night point "
-    "home water room mother area money story fact month lot right study book eye job word business issue "
-    "side kind head house service friend father power hour game line end member law car city community name "
-    "president team minute idea kid body information back parent face others level office door health person "
-    "art war history party result change morning reason research girl guy moment air teacher force education"
-).split()
-SEED = 20261027
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
+from measure.workloads import QUERY, documents, sentences
 
 THROUGHPUT = DatasetSchema(
     name="pooling.embedding_throughput",
@@ -35,7 +24,7 @@ THROUGHPUT = DatasetSchema(
         Column("latency_ms", "float", "ms", "median request latency", nullable=True),
         Column("repeats", "int", "", "timed repeats (warm-up excluded)", nullable=True),
         Column("warmup", "int", "", "untimed warm-up requests", nullable=True),
-        Column("client_cpu_share", "float", "", "client CPU seconds / wall seconds", nullable=True),
+        Column("client_cpu_share", "float", "", "client CPU seconds / wall seconds", nullable=True, role=CLIENT_LOAD),
     ),
 )
 PREFILL = DatasetSchema(
@@ -74,29 +63,7 @@ RERANK_QUALITY = DatasetSchema(
     ),
 )
 
-QUERY = "How does an inference engine reuse a shared prompt prefix?"
-DOC_KINDS = {
-    "prefix-cache": "The engine hashes each block of prompt tokens and reuses cached KV blocks when a new request starts with the same prefix.",
-    "kv-cache": "Key and value tensors of past tokens are kept in GPU memory so decoding does not recompute attention over the whole prompt.",
-    "tokenizer": "A tokenizer splits text into subword pieces and maps each piece to an integer id.",
-    "scheduling": "Continuous batching adds new requests to the running batch at every decoding step.",
-    "cooking": "Simmer the onions slowly in butter until they turn golden and sweet.",
-    "weather": "Tomorrow will be windy along the coast with showers in the afternoon.",
-}
-
-
-def sentences(count: int, words: int, seed: int = SEED) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(words)) + "." for _ in range(count)]
-
-
-def documents(count: int) -> list[tuple[str, str]]:
-    kinds = list(DOC_KINDS.items())
-    return [kinds[i % len(kinds)] for i in range(count)]
-
-
 EMBED_ROLES = ("embedding", "embedding_real")
-POOLING = ("--runner", "pooling")
 RERANKER_ARGS = POOLING + (
     "--hf-overrides",
     '{"architectures":["Qwen3ForSequenceClassification"],"classifier_from_token":["no","yes"],"is_original_qwen3_reranker":true}',

@@ -8,12 +8,12 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.experiments.pooling import POOLING, sentences
+from measure.experiment import POOLING, Experiment, ServerSpec, Step, register
 from measure.harness.client import gather_limited
 from measure.harness.gemm_peak import __file__ as GEMM_SCRIPT
 from measure.models import TextDims
-from measure.schema import Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
+from measure.workloads import sentences
 
 PEAK = DatasetSchema(
     name="pooling_limits.matmul_peak",
@@ -44,7 +44,7 @@ ROOFLINE = DatasetSchema(
         Column("queue_ms", "float", "ms", "vllm:request_queue_time_seconds, mean", nullable=True),
         Column("prefill_ms", "float", "ms", "vllm:request_prefill_time_seconds, mean", nullable=True),
         Column("outside_engine_ms", "float", "ms", "client − engine: HTTP, JSON, tokenising, output encoding", nullable=True),
-        Column("client_cpu_share", "float", "", "client CPU seconds / wall seconds"),
+        Column("client_cpu_share", "float", "", "client CPU seconds / wall seconds", role=CLIENT_LOAD),
     ),
 )
 MEMORY = DatasetSchema(

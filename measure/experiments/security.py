@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.experiments.multimodal import Multimodal
 from measure.harness.context import console
+from measure.harness.profiles import vision_unavailable
 from measure.schema import Column, DatasetSchema
 
 API_KEY = "field-notes-probe-key"
@@ -164,7 +164,7 @@ class Security(Experiment):
             if label == "generate":
                 self.probe_lora(ctx, server.base_url)
         reason = "this profile has no vision-language model" if "vl" not in ctx.profile.models else \
-            Multimodal().unavailable(ctx.profile, ctx.pool.python)
+            vision_unavailable(ctx.pool.python)
         if reason:
             console.print(f"[yellow]security.media_fetch skipped: {reason}[/]")
             return

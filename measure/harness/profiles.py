@@ -134,3 +134,14 @@ def server_env(profile: Profile) -> dict[str, str]:
     if profile.name == "cpu":
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", cpu_thread_bind())
     return env
+
+
+def vision_unavailable(python: str) -> str | None:
+    """Why vision-language models cannot start with ``python`` here, or None: vLLM's Qwen-VL models import
+    transformers' image processor, which imports torchvision."""
+    probe = subprocess.run([python, "-c", "import torchvision"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        return (f"torchvision does not import beside this torch ({last[:160]}); vision-language models need it."
+                " Install the torch/torchvision pair of one build (README: multimodal on CPU).")
+    return None
