@@ -18,6 +18,9 @@ DTYPES = ("int", "float", "str", "bool")
 # SATURATED the client's event loop falls behind (it stamps chunks late and in bursts; AIPerf warns at the
 # same level), so the client, not the server, may have set the row's figures: the site renders them 未确认.
 CLIENT_LOAD = "client_load"
+# Quantities that are never below zero: a negative one in a data file is a bug, not a finding.
+NON_NEGATIVE_UNITS = frozenset({"tok/s", "req/s", "chunks/s", "ms", "s", "GiB", "MiB", "tokens", "requests", "chunks",
+                                "inputs", "docs", "px", "cores", "processes", "TFLOP/s"})
 SATURATED = 0.85
 ROLES = ("", CLIENT_LOAD)
 
@@ -55,17 +58,26 @@ class Column:
                 return None
             raise ValueError("empty, but the column is not nullable")
         if self.dtype == "int":
-            return int(text)
+            value = int(text)
+            self.check_range(value)
+            return value
         if self.dtype == "float":
             value = float(text)
             if math.isnan(value):
                 raise ValueError("NaN is not a value; leave the cell empty and mark the column nullable")
+            if not math.isfinite(value):
+                raise ValueError("not a finite number (a chart cannot draw it and no measurement gives it)")
+            self.check_range(value)
             return value
         if self.dtype == "bool":
             if text in ("true", "false"):
                 return text == "true"
             raise ValueError("bool cells are 'true' or 'false'")
         return text
+
+    def check_range(self, value) -> None:
+        if self.unit in NON_NEGATIVE_UNITS and value < 0:
+            raise ValueError(f"negative, but a quantity in {self.unit} cannot be")
 
     def format_cell(self, value) -> str:
         """The CSV text for a value (the inverse of parse)."""
@@ -168,5 +180,8 @@ class DatasetSchema:
                             f"{path}:{line_no}: column {col.name!r} ({col.dtype}): {text!r}: {exc}"
                         ) from None
                 records.append(record)
+        if not records:
+            raise SchemaError(f"{path}:2: a header and no rows; a run that measured nothing publishes no file"
+                              " (remove it, or re-measure the experiment)")
         frame = pd.DataFrame.from_records(records, columns=self.header)
         return frame

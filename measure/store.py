@@ -87,6 +87,12 @@ def validate_provenance(prov: dict, where: Path) -> None:
         for key in ("hardware", "software", "code_revision"):
             if key not in prov:
                 raise SchemaError(f"{where}: measured provenance lacks {key!r}")
+        known = set(prov.get("servers") or {})
+        for name, record in sorted((prov.get("datasets") or {}).items()):
+            unknown = [s for s in record.get("servers", []) if s not in known]
+            if unknown:  # the commands behind those rows would be nowhere
+                raise SchemaError(f"{where}: dataset {name!r} names servers that 'servers' lacks: {', '.join(unknown)};"
+                                  " re-measure the dataset (its servers' commands are lost) or remove it")
 
 
 @dataclass
@@ -105,7 +111,10 @@ class Store:
                 prov_path = child / PROVENANCE_FILE
                 if child.name.startswith(".") or not prov_path.is_file():
                     continue
-                prov = json.loads(prov_path.read_text(encoding="utf-8"))
+                try:
+                    prov = json.loads(prov_path.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as exc:
+                    raise SchemaError(f"{prov_path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
                 validate_provenance(prov, prov_path)
                 env = Environment(child.name, child, prov)
                 for csv_path in child.glob("*.csv"):

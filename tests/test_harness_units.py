@@ -374,3 +374,65 @@ def test_experiments_do_not_import_each_other():
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if re.match(r"\s*(from measure\.experiments(\.|\s)|import measure\.experiments)", line)]
     assert not offenders, offenders
+
+
+def test_a_second_run_on_the_same_data_root_is_refused(tmp_path):
+    """A second `measure run` once took the first run's live server for an orphan and stopped it."""
+    import os
+    import subprocess
+    import sys
+
+    from measure.harness.runner import RunLock
+
+    lock = RunLock(tmp_path / "data")
+    lock.acquire()
+    try:
+        env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state")}
+        second = subprocess.run([sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", "fidelity",
+                                 "--profile", "cpu", "--env", "x"], capture_output=True, text=True, timeout=120, env=env)
+        assert second.returncode != 0
+        assert "another measure run is using" in second.stderr + second.stdout and f"pid {os.getpid()}" in second.stderr + second.stdout
+        assert "starting vLLM" not in second.stderr + second.stdout
+    finally:
+        lock.release()
+    again = RunLock(tmp_path / "data")
+    again.acquire()  # free once the first run let go
+    again.release()
+
+
+def test_the_reaper_leaves_servers_of_a_live_run_alone(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from measure.harness import server as srv
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", srv.VLLM_MODULE], start_new_session=True)
+    try:
+        me = {"pid": os.getpid(), "start_ticks": srv.process_start_ticks(os.getpid())}
+        (pids / "live.json").write_text(json.dumps({"pid": fake.pid, "owner": me}))
+        assert srv.reap_orphans(pids, log=lambda m: None) == [] and fake.poll() is None
+        gone = {"pid": me["pid"], "start_ticks": me["start_ticks"] + 1}  # same pid, another process: its run is gone
+        (pids / "live.json").write_text(json.dumps({"pid": fake.pid, "owner": gone}))
+        assert srv.reap_orphans(pids, log=lambda m: None) == [fake.pid]
+        fake.wait(timeout=20)
+    finally:
+        if fake.poll() is None:
+            fake.kill()
+
+
+@pytest.mark.parametrize("env", ["../x", "a/b", ".hidden"])
+def test_env_must_be_a_plain_folder_name(tmp_path, env):
+    """`--env ../x` once wrote outside data/."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", "fidelity",
+                          "--profile", "cpu", "--env", env], capture_output=True, text=True, timeout=120,
+                         env=os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state")})
+    assert run.returncode != 0 and "plain folder name" in run.stdout + run.stderr
+    assert not (tmp_path / "x").exists() and not (tmp_path / "data").exists()

@@ -89,3 +89,62 @@ def test_every_committed_dataset_validates():
     from measure.site.scan import make_store
 
     assert make_store().validate_all() > 0
+
+
+@pytest.mark.parametrize("cell, why", [("inf", "not a finite number"), ("-inf", "not a finite number"),
+                                       ("-5.0", "negative, but a quantity in tok/s cannot be")])
+def test_non_finite_or_impossible_values_fail_naming_the_cell(tmp_path, cell, why):
+    """`inf` once passed the build and then no chart on the page drew (JSON.parse refuses Infinity); a negative
+    throughput passed silently."""
+    path = write(tmp_path, f"n,rate,note\n1,2.5,\n2,{cell},\n")
+    with pytest.raises(SchemaError, match=why) as err:
+        SCHEMA.read(path)
+    assert f"{path}:3: column 'rate'" in str(err.value)
+
+
+def test_a_file_cut_to_its_header_fails(tmp_path):
+    """A CSV cut to its header once rendered every figure of its dataset as 未实测 without a word."""
+    path = write(tmp_path, "n,rate,note\n")
+    with pytest.raises(SchemaError, match="a header and no rows") as err:
+        SCHEMA.read(path)
+    assert f"{path}:2" in str(err.value)
+
+
+def test_malformed_provenance_is_named_with_line_and_column(fixture_root):
+    """It was never named, and the page scanner's wrapper raised a TypeError of its own."""
+    from measure.site.scan import make_store, scan_pages
+
+    prov = fixture_root / "fixture-cpu" / "provenance.json"
+    prov.write_text('{"source": "measured",\n  "date": }\n')
+    with pytest.raises(SchemaError, match=rf"{prov}:2:\d+: not valid JSON"):
+        list(make_store(fixture_root).environments)
+    with pytest.raises(SchemaError, match=r"\.md: .*provenance\.json:2:"):
+        scan_pages(store=make_store(fixture_root))
+
+
+def test_a_failed_build_leaves_no_stale_site(fixture_root, tmp_path):
+    from conftest import build_site
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<p>an earlier, complete-looking build</p>")
+    (fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv").write_text(
+        "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,latency_ms,repeats,warmup,client_cpu_share\n")
+    result = build_site(fixture_root, site, check=False)
+    assert result.returncode != 0 and "a header and no rows" in result.stdout + result.stderr
+    assert not (site / "index.html").exists()
+
+
+def test_a_dataset_naming_a_server_provenance_lacks_fails(fixture_root):
+    """data/gpu-1x-nvidia-h200 once published multimodal.size_hint_gain with 7 servers that its provenance did not
+    hold: the commands behind those rows were nowhere."""
+    import json
+
+    from measure.site.scan import make_store
+
+    prov_path = fixture_root / "fixture-cpu" / "provenance.json"
+    prov = json.loads(prov_path.read_text())
+    prov["datasets"]["pooling.embedding_throughput"]["servers"].append("vl-size hints-gone-33422f")
+    prov_path.write_text(json.dumps(prov))
+    with pytest.raises(SchemaError, match="names servers that 'servers' lacks: vl-size hints-gone-33422f"):
+        list(make_store(fixture_root).environments)

@@ -129,3 +129,13 @@ def test_the_site_builds_with_only_what_the_site_extra_installs(tmp_path):
                         python=(sys.executable, str(shim), ",".join(blocked)))
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert (tmp_path / "site" / "en" / "pooling" / "index.html").is_file(), json.dumps(blocked)
+
+
+def test_plotly_loads_only_where_a_chart_is_drawn(built):
+    """plotly.js (4.8 MB) once loaded on every page, most of which draw no chart."""
+    _, built = built
+    pooling = (built / "en" / "pooling" / "index.html").read_text()
+    home = (built / "en" / "index.html").read_text()
+    assert 'class="claim-chart"' in pooling and "plotly.min.js" in pooling
+    assert 'class="claim-chart"' not in home and "plotly.min.js" not in home
+    assert "zqclaim" not in pooling + home  # every macro's stashed output was put back

@@ -97,7 +97,8 @@ class WorkerReport:
 
     @property
     def cpu_share(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+        # A worker that found every request taken by the others sent nothing: it cannot have been saturated.
+        return self.cpu_s / self.wall_s if self.timings and self.wall_s > 0 else 0.0
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from measure.store import PROVENANCE_FILE, default_data_root
 
 class StagingNotEmpty(SystemExit):
     pass
+
+
+ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass
@@ -137,6 +141,9 @@ def run(opts: RunOptions) -> list[str]:
             instances.remove(exp)
     hw = prov.hardware()
     env_name = opts.env_name or prov.default_env_name(opts.profile.name, hw)
+    if not ENV_NAME.fullmatch(env_name):
+        raise RunRefused(f"--env {env_name!r}: an environment is a plain folder name under the data root (letters, "
+                         "digits, '.', '_', '-'; no '/' or '..')")
     sw = prov.software(opts.vllm_python)
     published = data_root / env_name
     prints, reasons = {}, {}
@@ -152,9 +159,64 @@ def run(opts: RunOptions) -> list[str]:
         if reasons[exp.name].startswith("skip"):
             console.print(f"[dim]{exp.name}: {reasons[exp.name]}[/]")
             instances.remove(exp)
+    lock = RunLock(data_root)
+    lock.acquire()
+    try:
+        return execute(opts, data_root, instances, env_name, hw, sw, published, prints)
+    finally:
+        lock.release()
+
+
+class RunRefused(SystemExit):
+    pass
+
+
+class RunLock:
+    """One run per data root: two runs would each take the other's live server for an orphan and stage into
+    the same files. An advisory lock on ``DATA_ROOT/.run.lock``, freed by the kernel when the process dies."""
+
+    def __init__(self, data_root: Path):
+        self.path = data_root / ".run.lock"
+        self._fh = None
+
+    def acquire(self) -> None:
+        import fcntl
+        import os
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path, "a+")  # noqa: SIM115 - held for the whole run
+        except OSError as exc:
+            raise RunRefused(f"cannot write to the data root {self.path.parent} ({exc.strerror}); measure into a "
+                             "writable one with --data-root DIR") from None
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise RunRefused(f"another measure run is using {self.path.parent} ({holder}); wait for it to finish, "
+                             "or stop it, then run again") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}, started {prov.now()}\n")
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing drops the lock
+            self._fh = None
+
+
+def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_name: str, hw: dict, sw: dict,
+            published: Path, prints: dict[str, str]) -> list[str]:
+    """Measure the planned experiments under the run lock: stage every row, promote each finished experiment."""
     srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
     staging = Staging(data_root, env_name)
     leftovers = staging.staged_files()
+    if opts.resume and not leftovers:
+        console.print(f"[yellow]--resume: nothing is staged in {staging.dir}; measuring from the start[/]")
     if leftovers and opts.fresh:
         staging.discard()
     elif leftovers and not opts.resume:

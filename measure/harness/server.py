@@ -72,13 +72,30 @@ def _is_vllm(pid: int) -> bool:
         return False
 
 
+def process_start_ticks(pid: int) -> int | None:
+    """When a process started (clock ticks after boot): with the pid, it names one process even after pid reuse."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def owner_alive(info: dict) -> bool:
+    """Whether the run that started a server (recorded in its pid file) is still going."""
+    owner = info.get("owner") or {}
+    return bool(owner.get("pid")) and process_start_ticks(owner["pid"]) == owner.get("start_ticks")
+
+
 def reap_orphans(pid_dir: Path | None = None, log=print) -> list[int]:
-    """End servers left behind by a run that died without cleaning up; returns their pids."""
+    """End servers left behind by a run that died without cleaning up; returns their pids. A server whose
+    owning run is still alive is someone else's live server, not an orphan: it is left alone."""
     pid_dir = pid_dir or STATE_DIR / "pids"
     reaped = []
     for pid_file in sorted(pid_dir.glob("*.json")) if pid_dir.is_dir() else []:
         info = json.loads(pid_file.read_text())
         pid = info["pid"]
+        if owner_alive(info):
+            continue
         if _alive(pid) and _is_vllm(pid):
             log(f"found an orphaned vLLM server (pid {pid}, port {info.get('port')}, started {info.get('started')})"
                 f" from a run that did not finish; stopping it")
@@ -208,7 +225,8 @@ def launch(
     server = Server(f"http://127.0.0.1:{port}", served_name, command=command, env=env, log_path=log_path, process=process)
     server.pid_file.parent.mkdir(parents=True, exist_ok=True)
     server.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                           "command": command}))
+                                           "command": command,
+                                           "owner": {"pid": os.getpid(), "start_ticks": process_start_ticks(os.getpid())}}))
     try:
         deadline = started + timeout_s
         engine_failed_at = None

@@ -93,6 +93,13 @@ def format_number(value, lang: str, digits: int | None = None) -> str:
     return format_decimal(value, format=pattern, locale=BABEL_LOCALE[lang])
 
 
+def title_attr_value(text: str) -> str:
+    """``text`` for a title="" attribute. Material's content.tooltips turns every title in a page into a tooltip
+    whose text it inserts as HTML (an escaped <img onerror> in a title ran on hover in Chromium), so the
+    attribute's value must itself be escaped HTML: escaped twice."""
+    return html.escape(html.escape(text))
+
+
 def saturation(schema: DatasetSchema, row) -> tuple[str, float] | None:
     """The first client-load column of ``row`` at or above SATURATED, with its value; None if the client kept up."""
     for column in schema.client_load_columns:
@@ -123,7 +130,7 @@ class ClaimRenderer:
         return claim
 
     def badge(self, status: str, title: str = "") -> str:
-        title_attr = f' title="{html.escape(title)}"' if title else ""
+        title_attr = f' title="{title_attr_value(title)}"' if title else ""
         return f'<span class="claim-badge claim-{status.replace("_", "-")}"{title_attr}>{t(status, self.lang)}</span>'
 
     def provenance_text(self, env: Environment, dataset: str) -> str:
@@ -147,7 +154,7 @@ class ClaimRenderer:
     def _source_link(self, env: Environment, dataset: str) -> str:
         href = f"{self.data_url}{env.name}/{dataset}.csv"
         label = env.name
-        return f'<a class="claim-src" href="{html.escape(href)}" title="{html.escape(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
+        return f'<a class="claim-src" href="{html.escape(href)}" title="{title_attr_value(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
 
     def _usable(self, env: Environment, dataset: str) -> bool:
         schema = self.store.schema(dataset)
@@ -211,7 +218,7 @@ class ClaimRenderer:
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
             return (
-                f'<span class="claim-value {css}" title="{html.escape(self.provenance_text(candidate, dataset))}">'
+                f'<span class="claim-value {css}" title="{title_attr_value(self.provenance_text(candidate, dataset))}">'
                 f"{html.escape(text)}</span>{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
         note = self._dummy_note(dataset)
@@ -379,9 +386,9 @@ class ClaimRenderer:
                     name += f" ({t('cited', self.lang)})"
                 trace = {
                     "type": "bar" if kind == "bar" else "scatter",
-                    "name": name,
-                    "x": [_json_value(v) for v in part[x]],
-                    "y": [_json_value(v) for v in part[y]],
+                    "name": _plotly_text(name),
+                    "x": [_plotly_text(_json_value(v)) for v in part[x]],
+                    "y": [_plotly_text(_json_value(v)) for v in part[y]],
                 }
                 if kind != "bar":
                     trace["mode"] = "markers" if kind == "scatter" or len(part) == 1 else "lines+markers"
@@ -392,12 +399,12 @@ class ClaimRenderer:
 
         def axis(col, log):
             text = labels.get(col.name, col.name) + (f" ({col.unit})" if col.unit else "")
-            return {"title": {"text": text}, "type": "log" if log else "linear"}
+            return {"title": {"text": _plotly_text(text)}, "type": "log" if log else "linear"}
 
         figure = {
             "data": traces,
             "layout": {
-                "title": {"text": title},
+                "title": {"text": _plotly_text(title)},
                 "xaxis": axis(xcol, log_x),
                 "yaxis": axis(ycol, log_y),
                 "margin": {"t": 48 if title else 16, "r": 16},
@@ -406,7 +413,8 @@ class ClaimRenderer:
             },
         }
         div_id = "chart-" + _stable_id(self.page, claim_key)
-        payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
+        # No "<" at all inside the <script>: neither "</script>" nor "<!--" can end or swallow it.
+        payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
         return (
             f'<div class="claim-chart" id="{div_id}"></div>'
@@ -424,6 +432,15 @@ class ClaimRenderer:
             "unconfirmed": self.unconfirmed,
             "not_measured": self.not_measured,
         }
+
+
+# Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
+# enough (an escaped <img onerror> still ran in Chromium): text from data gets look-alike characters instead.
+PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
+
+
+def _plotly_text(v):
+    return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
 
 
 def _json_value(v):

@@ -4,6 +4,7 @@ number links to the CSV it came from."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,40 @@ def on_page_markdown(markdown, page, **kwargs):
     for finding in typed_numbers(source, page.file.src_uri):
         log.warning(str(finding))
     return markdown
+
+
+_site_dir: Path | None = None
+
+
+def on_config(config, **kwargs):
+    global _site_dir
+    _site_dir = Path(config["site_dir"])
+    return config
+
+
+def on_build_error(error, **kwargs):
+    # A failed build must not leave the previous, complete-looking site behind: a reader (or a deploy step)
+    # would take it for this build's.
+    if _site_dir is not None and (_site_dir / "index.html").is_file():
+        shutil.rmtree(_site_dir, ignore_errors=True)
+        log.error(f"build failed: removed {_site_dir} so that no stale site is taken for this build")
+
+
+def on_page_content(html, page, **kwargs):
+    from measure.site import stash
+
+    html = stash.restore(html)
+    for token in stash.leftovers(html):
+        log.warning(f"{page.file.src_uri}: a macro's output was lost in Markdown ({token}); put the macro on a line "
+                    "or in a sentence of its own")
+    return html
+
+
+def on_post_page(output, page, **kwargs):
+    # plotly.js is most of a page's weight (4.8 MB): only pages that draw a chart load it.
+    if 'class="claim-chart"' not in output:
+        output = re.sub(r'<script src="[^"]*' + re.escape(PLOTLY_TARGET) + r'"></script>', "", output)
+    return output
 
 
 def on_pre_build(config, **kwargs):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from measure.site import stash
 from measure.site.claims import TEXT, ClaimRenderer
 from measure.site.scan import data_url_for, make_store, open_claims, page_base, page_lang, scan_pages
 
@@ -35,7 +36,7 @@ def define_env(env):
 
     def bind(name):
         def call(*args, **kwargs):
-            return getattr(renderer(), name)(*args, **kwargs)
+            return stash.put(getattr(renderer(), name)(*args, **kwargs))
 
         call.__name__ = name
         call.__doc__ = getattr(ClaimRenderer, name).__doc__
@@ -44,7 +45,16 @@ def define_env(env):
     for name in ("value", "table", "chart", "unconfirmed", "not_measured"):
         env.macro(bind(name), name)
 
-    @env.macro
+    def stashed(function):
+        """Register ``function`` as a macro whose HTML Markdown never sees (see measure/site/stash.py)."""
+        def call(*args, **kwargs):
+            return stash.put(function(*args, **kwargs))
+
+        call.__name__, call.__doc__ = function.__name__, function.__doc__
+        env.macro(call, function.__name__)
+        return function
+
+    @stashed
     def claims_status() -> str:
         """Every 未实测 / 未确认 claim of this language's pages, with the page it is on."""
         lang = page_lang(env.page.file.src_uri)
@@ -65,7 +75,7 @@ def define_env(env):
         head = "".join(f"<th>{words[k]}</th>" for k in ("page", "claim", "status", "detail"))
         return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
-    @env.macro
+    @stashed
     def reproduce(*experiments: str) -> str:
         """A box with the exact commands that re-measure this page's experiments."""
         from measure.experiment import get

@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from measure.experiment import all_schemas
+from measure.schema import SchemaError, UnknownName
 from measure.site.claims import LANGS, Claim, ClaimRenderer
 from measure.store import Store, default_data_root
 
@@ -43,6 +44,10 @@ def make_store(root: Path | None = None) -> Store:
     return Store(root or default_data_root(), all_schemas())
 
 
+class PageError(RuntimeError):
+    """A page could not be rendered; the message names the page, then what went wrong."""
+
+
 def scan_pages(docs_dir: Path = DOCS_DIR, store: Store | None = None, skip_status: bool = True) -> list[Claim]:
     """All claims of all pages, in page order. Raises on unknown names, as the build does."""
     store = store or make_store()
@@ -56,8 +61,10 @@ def scan_pages(docs_dir: Path = DOCS_DIR, store: Store | None = None, skip_statu
         names["reproduce"] = lambda *a, **k: ""
         try:
             jenv.from_string(path.read_text(encoding="utf-8")).render(**names)
-        except Exception as exc:
+        except (UnknownName, SchemaError) as exc:  # both take one message: the page's name goes in front
             raise type(exc)(f"{rel}: {exc}") from exc
+        except Exception as exc:  # a data error, a template error: say which page met it, keep the cause
+            raise PageError(f"{rel}: {type(exc).__name__}: {exc}") from exc
         claims.extend(renderer.claims)
     return claims
 
