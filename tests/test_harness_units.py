@@ -405,6 +405,7 @@ def test_the_reaper_leaves_servers_of_a_live_run_alone(tmp_path):
     import os
     import subprocess
     import sys
+    import time
 
     from measure.harness import server as srv
 
@@ -412,6 +413,10 @@ def test_the_reaper_leaves_servers_of_a_live_run_alone(tmp_path):
     pids.mkdir()
     fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", srv.VLLM_MODULE], start_new_session=True)
     try:
+        for _ in range(100):  # until the child has exec'd: before that its command line is ours
+            if srv._is_vllm(fake.pid):
+                break
+            time.sleep(0.1)
         me = {"pid": os.getpid(), "start_ticks": srv.process_start_ticks(os.getpid())}
         (pids / "live.json").write_text(json.dumps({"pid": fake.pid, "owner": me}))
         assert srv.reap_orphans(pids, log=lambda m: None) == [] and fake.poll() is None
@@ -436,3 +441,19 @@ def test_env_must_be_a_plain_folder_name(tmp_path, env):
                          env=os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state")})
     assert run.returncode != 0 and "plain folder name" in run.stdout + run.stderr
     assert not (tmp_path / "x").exists() and not (tmp_path / "data").exists()
+
+
+def test_server_ids_change_with_the_profiles_flags():
+    """When the GPU profile dropped --enforce-eager, default-mode servers took the ids of the eager ones, and their
+    records replaced those behind older datasets in provenance."""
+    from dataclasses import replace
+
+    from measure.experiment import POOLING, ServerSpec
+    from measure.harness.context import server_id
+    from measure.harness.profiles import GPU
+
+    spec = ServerSpec("embedding", POOLING, label="pooling-embedding")
+    model = type("Model", (), {"name": "Qwen3-Embedding-0.6B"})()
+    eager = replace(GPU, server_args=(*GPU.server_args, "--enforce-eager"))
+    assert server_id(spec, model, GPU) != server_id(spec, model, eager)
+    assert server_id(spec, model, GPU) == server_id(spec, model, replace(GPU, sizes={}))  # workload sizes are not flags

@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.server
 import ipaddress
 import json
+import shutil
 import socket
 import tempfile
 import threading
@@ -249,4 +250,5 @@ class Security(Experiment):
                                              "answer": str(answer)[:300] or None, "elapsed_ms": elapsed})
         finally:
             service.close()
+            shutil.rmtree(local, ignore_errors=True)
 

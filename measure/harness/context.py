@@ -23,8 +23,13 @@ from measure.schema import DatasetSchema
 console = Console(stderr=True)
 
 
-def server_id(spec: ServerSpec, model: ModelRef) -> str:
-    digest = hashlib.sha1(srv.checkout_relative(repr(spec.key)).encode()).hexdigest()[:6]
+def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
+    """A name for one server configuration: its label, its model and a digest of everything on its command line
+    and in its environment, the profile's flags included. (The profile's flags were once left out: when the GPU
+    profile dropped --enforce-eager, default-mode servers took the ids, and so the provenance records, of the
+    eager servers behind older datasets.)"""
+    flags = (spec.key, tuple(profile.server_args), sorted(profile.env.items()))
+    digest = hashlib.sha1(srv.checkout_relative(repr(flags)).encode()).hexdigest()[:6]
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
 
@@ -64,7 +69,7 @@ class ServerPool:
             })
             return sid, server
         model = self.model(spec.model_role)
-        sid = server_id(spec, model)
+        sid = server_id(spec, model, self.profile)
         if self.current == (sid,) and self.server is not None:
             return sid, self.server
         self.stop()

@@ -25,16 +25,19 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+MEASURED_CODE = ("measure", "pyproject.toml", "noxfile.py")
+
+
 def code_revision() -> str:
     """$MEASURE_CODE_REVISION where set (a host that got a copy of the tree, whose .git may be missing or
-    stale), else the git commit, with +dirty for uncommitted changes to tracked files outside data/ (a run's own
-    writes to data/ change no code)."""
+    stale), else the git commit, with +dirty for uncommitted changes to what a measurement runs: the measure
+    package, pyproject.toml and noxfile.py (a run's own writes to data/, or an edit of a page, change no code)."""
     if os.environ.get("MEASURE_CODE_REVISION"):
         return os.environ["MEASURE_CODE_REVISION"]
     if not (REPO_ROOT / ".git").exists():
         return "unknown"
     rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)data"])
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED_CODE])
     return rev + ("+dirty" if dirty else "")
 
 

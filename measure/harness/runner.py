@@ -269,7 +269,7 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                 exp.run(ctx)
             finally:
                 ctx.close()
-            planned = {server_id(spec, pool.model(spec.model_role)) if pool.attached is None
+            planned = {server_id(spec, pool.model(spec.model_role), opts.profile) if pool.attached is None
                        else f"attached-{spec.model_role}" for spec in exp.servers(opts.profile) if pool.has(spec.model_role)}
             revision, date = prov.code_revision(), prov.now()
 
