@@ -23,6 +23,12 @@ def process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS if fields else None
 
 
+def process_start_ticks(pid: int) -> int | None:
+    """When a process started (clock ticks after boot): with the pid, it names one process even after pid reuse."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
 def group_cpu_s(pgid: int) -> float:
     """CPU seconds of every live process in a process group (a server and the workers it started)."""
     total = 0.0

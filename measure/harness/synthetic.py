@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -129,9 +128,7 @@ def running(processes: int = 1, chunk_gap_ms: float = 0.0, python: str = sys.exe
         time.sleep(0.2 * processes)  # the other processes bind the same port a moment later
         yield base, os.getpgid(proc.pid)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(os.getpgid(proc.pid), signal.SIGTERM)
-        _kill_group(proc.pid, grace_s=5.0)
+        _kill_group(proc.pid, grace_s=5.0)  # SIGTERM to the whole group, SIGKILL after the grace
         proc.wait(timeout=10)
 
 
