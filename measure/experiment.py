@@ -31,10 +31,22 @@ class ServerSpec:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     label: str = ""
+    # True where a figure depends on the server having the device to itself (its memory budget, its start-up
+    # time): it never shares the GPU with other servers (see Profile.colocate).
+    starts_alone: bool = False
+    # True where only the start-up facts are wanted (KV cache size, encoder budget): the server is stopped as soon
+    # as vLLM has logged them, before CUDA-graph capture and warm-up. Such a server has no start-up time.
+    facts_only: bool = False
 
     @property
     def key(self) -> tuple:
-        return (self.model_role, self.args, self.env)
+        marks = tuple(m for m, on in (("alone", self.starts_alone), ("facts-only", self.facts_only)) if on)
+        return (self.model_role, self.args, self.env) + ((marks,) if marks else ())
+
+    @property
+    def sets_memory(self) -> bool:
+        """Whether its own flags size the GPU memory (then it cannot take a shared GPU's memory flags)."""
+        return any(a in ("--gpu-memory-utilization", "--kv-cache-memory-bytes") for a in self.args)
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,8 @@ STARTUP = DatasetSchema(
         Column("model_load_gib", "float", "GiB", "memory taken by the weights", nullable=True),
         Column("encoder_cache_budget_tokens", "int", "tokens", nullable=True),
         Column("startup_s", "float", "s", "launch to /health ready", nullable=True),
+        Column("started_together", "int", "servers", "vLLM servers started at the same moment, this one included: "
+               "its start-up time is a cold-or-warm start-up figure only at 1", nullable=True),
     ),
 )
 

@@ -20,7 +20,7 @@ DTYPES = ("int", "float", "str", "bool")
 CLIENT_LOAD = "client_load"
 # Quantities that are never below zero: a negative one in a data file is a bug, not a finding.
 NON_NEGATIVE_UNITS = frozenset({"tok/s", "req/s", "chunks/s", "ms", "s", "GiB", "MiB", "tokens", "requests", "chunks",
-                                "inputs", "docs", "px", "cores", "processes", "TFLOP/s"})
+                                "inputs", "docs", "px", "cores", "processes", "servers", "TFLOP/s"})
 SATURATED = 0.85
 ROLES = ("", CLIENT_LOAD)
 

@@ -25,5 +25,13 @@ while [ ! -e $state/rc ] && [ "$(date +%s)" -lt $deadline ]; do sleep 5; done
 grep -v '^\s*$' $state/log | tail -c 6000
 (cd $state/repo && tar cf "$out/data.tar" data/gpu-* data/.staging .measure/logs 2>/dev/null) || true
 [ -e $state/rc ] || { echo "[still running: call '$0 wait OUT' again]"; exit 3; }
-cp $state/rc "$out/rc"; cp $state/out/compile-cache.tgz.part-* "$out/" 2>/dev/null || true
+cp $state/rc "$out/rc"
+# Compile-cache parts come back while they fit beside data.tar in what a call returns (64 MiB, 8 files).
+used=$(du -sm "$out" | cut -f1); n=2
+for part in $state/out/compile-cache.tgz.part-*; do
+  [ -e "$part" ] || break
+  size=$(du -sm "$part" | cut -f1)
+  [ $((used + size)) -lt 60 ] && [ $n -lt 8 ] || { echo "[compile cache: $(basename $part) and later parts left on the host]"; break; }
+  cp "$part" "$out/"; used=$((used + size)); n=$((n + 1))
+done
 echo "[run ended with status $(cat $state/rc)]"

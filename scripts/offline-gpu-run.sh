@@ -23,6 +23,11 @@ export PYTHONPATH=/tmp/site
 if ls .gpu/compile-cache.tgz.part-* >/dev/null 2>&1 && [ ! -d ~/.cache/vllm ]; then
   cat .gpu/compile-cache.tgz.part-* | tar xzf - -C ~ && echo "compile caches restored from an earlier lease"
 fi
+# vLLM points Triton at its compile cache only while it compiles; a start that loads the compiled graphs from
+# that cache JIT-compiles the warm-up's Triton kernels again (~90 s on an H200) unless Triton has one fixed
+# cache of its own. Kernels are cached by content hash, so one shared folder serves every server.
+export TRITON_CACHE_DIR=~/.cache/vllm/triton-shared
+mkdir -p "$TRITON_CACHE_DIR"
 # The copy of the tree on the host has no .git: pass the revision in (MEASURE_CODE_REVISION=$(git rev-parse HEAD)).
 : "${MEASURE_CODE_REVISION:?set MEASURE_CODE_REVISION to the commit being run}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
@@ -32,5 +37,9 @@ timeout --signal=TERM "${MEASURE_TIMEOUT_S:-520}" python3 -m measure run --profi
   | tee "$out/measure.log" || status=$?
 tar cf "$out/data.tar" data/gpu-* data/.staging .measure/logs 2>/dev/null || true
 # parts under the device tool's 16 MiB a file; carry them back as .gpu/compile-cache.tgz.part-* next lease
+for d in ~/.cache/vllm/torch_compile_cache/*/rank_*/triton_cache ~/.triton/cache; do  # kernels compiled elsewhere
+  [ -d "$d" ] && cp -rn "$d"/. "$TRITON_CACHE_DIR"/ 2>/dev/null
+done
 (cd ~ && tar czf - .cache/vllm .cache/flashinfer 2>/dev/null | split -b 15m - "$out/compile-cache.tgz.part-") || true
+du -sh ~/.cache/vllm ~/.cache/flashinfer "$out"/compile-cache.tgz.part-* 2>/dev/null || true
 exit $status

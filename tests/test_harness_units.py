@@ -457,3 +457,79 @@ def test_server_ids_change_with_the_profiles_flags():
     eager = replace(GPU, server_args=(*GPU.server_args, "--enforce-eager"))
     assert server_id(spec, model, GPU) != server_id(spec, model, eager)
     assert server_id(spec, model, GPU) == server_id(spec, model, replace(GPU, sizes={}))  # workload sizes are not flags
+
+
+FAKE_VLLM = r'''#!/usr/bin/env python3
+"""Stand-in for `python -m vllm.entrypoints.openai.api_server`: logs vLLM's KV lines and answers /health.
+An argument "--fail" makes it exit while starting, as a server that does not fit would."""
+import http.server, sys
+args = sys.argv
+if "--fail" in args:
+    print("ERROR ValueError: no memory left for the KV cache", flush=True)
+    sys.exit(1)
+print("INFO 12-01 10:00:00 [kv_cache_utils.py:1] GPU KV cache size: 1,000 tokens", flush=True)
+print("INFO 12-01 10:00:00 [kv_cache_utils.py:2] Maximum concurrency for 100 tokens per request: 10.00x", flush=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), H).serve_forever()
+'''
+
+
+def test_servers_that_may_share_the_device_start_together_and_the_rest_alone(tmp_path, monkeypatch):
+    """The pool starts the next servers the run will ask for together (up to Profile.colocate), each with the
+    shared device's flags; a server that needs the device to itself stops the others and starts alone; a
+    facts-only server is stopped once vLLM has logged its KV cache; a failure is raised when its spec is asked."""
+    from dataclasses import replace
+
+    from measure.experiment import STARTUP, ServerSpec
+    from measure.harness import server as srv
+    from measure.harness.context import ServerPool
+    from measure.harness.profiles import CPU
+    from measure.harness.staging import Staging
+    from measure.harness.runner import start_events
+
+    monkeypatch.setattr(srv, "STATE_DIR", tmp_path / "state")
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_VLLM)
+    fake.chmod(0o755)
+    profile = replace(CPU, colocate=3, colocate_args=("--shared-device",), startup_timeout_s=60)
+    a, b = ServerSpec("chat", ("--a",), label="a"), ServerSpec("chat", ("--b",), label="b")
+    alone = ServerSpec("chat", ("--c",), label="c", starts_alone=True)
+    facts = ServerSpec("chat", ("--d",), label="d", facts_only=True)
+    d, broken = ServerSpec("chat", ("--e",), label="e"), ServerSpec("chat", ("--fail",), label="f")
+    upcoming = [a, b, alone, facts, d, broken]
+    assert [[s.label for s in g] for g in start_events(upcoming, profile)] == [["a", "b"], ["c"], ["d"], ["e", "f"]]
+    pool = ServerPool(profile, REPO / ".cache" / "models", tmp_path / "logs", python=str(fake), upcoming=upcoming)
+    staging = Staging(tmp_path / "data", "x")
+    try:
+        sid_a, server_a = pool.get(a, staging)
+        assert set(pool.live) == {sid_a, pool.sid(b)}  # b came up with a
+        assert "--shared-device" in server_a.command
+        assert pool.get(b, staging)[1] is pool.live[pool.sid(b)]
+        sid_c, server_c = pool.get(alone, staging)
+        assert set(pool.live) == {sid_c} and "--shared-device" not in server_c.command
+        assert server_a.process is None  # stopped
+        _, server_d = pool.get(facts, staging)
+        assert server_d.process is None and server_d.facts.kv_cache_tokens == 1000 and server_d.startup_s is None
+        pool.get(d, staging)
+        with pytest.raises(srv.ServerFailed, match="exited"):
+            pool.get(broken, staging)
+        together = {r["server"].split("-")[0]: r["started_together"] for r in staging.rows(STARTUP)}
+        assert together == {"a": 2, "b": 2, "c": 1, "d": 1, "e": 2}
+    finally:
+        pool.stop()
+    assert not list((tmp_path / "state" / "pids").glob("*.json"))
+
+
+def test_start_up_phases_from_a_default_mode_log():
+    from measure.experiments.eager import startup_phases
+
+    log = ("(EngineCore pid=784) INFO 12-01 08:50:09 [monitor.py:53] torch.compile took 6.03 s in total\n"
+           "(EngineCore pid=784) INFO 12-01 08:50:16 [model_runner.py:747] Graph capturing finished in 4 secs, took 0.50 GiB\n"
+           "(EngineCore pid=784) INFO 12-01 08:51:48 [core.py:340] init engine (profile, create kv cache, warmup model) "
+           "took 105.76 s (compilation: 6.03 s)\n")
+    assert startup_phases(log) == {"compile_s": 6.03, "engine_init_s": 105.76, "graph_capture_s": 4.0}
+    assert startup_phases("eager: nothing compiled") == {"compile_s": None, "engine_init_s": None, "graph_capture_s": None}

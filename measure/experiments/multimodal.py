@@ -22,13 +22,16 @@ from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import QUESTION_COLOUR, QUESTION_DIGITS, UNTRUSTED_PAYLOADS, draw, image_message
 
 ARTICLE_CARD_GIB = 8  # the article's laptop card; emulated on larger GPUs
+SERVING_CONTEXT = "4096"  # --max-model-len of every serving VL server here
+MODEL_CONTEXT = "model's own"  # no --max-model-len: the model's config decides (262,144 for Qwen3-VL)
 
 STARTUP_MEMORY = DatasetSchema(
     name="multimodal.startup_memory",
     title={"zh": "启动时的编码器预算与 KV 空间", "en": "Encoder budget and KV space at start-up"},
-    key=("memory_condition", "limit_mm"),
+    key=("memory_condition", "max_model_len", "limit_mm"),
     columns=(
         Column("memory_condition", "str", doc="whole device | 8 GB card emulated"),
+        Column("max_model_len", "str", doc="--max-model-len: 4096, or the model's own (no flag)"),
         Column("limit_mm", "str", doc="--limit-mm-per-prompt value, or default"),
         Column("started", "bool", doc="false: vLLM refused to start (e.g. no memory left for the KV cache)"),
         Column("encoder_cache_budget_tokens", "int", "tokens", nullable=True),
@@ -40,9 +43,10 @@ STARTUP_MEMORY = DatasetSchema(
 SIZE_HINT_GAIN = DatasetSchema(
     name="multimodal.size_hint_gain",
     title={"zh": "尺寸提示带来的 KV 空间", "en": "KV space gained by size hints"},
-    key=("memory_condition",),
+    key=("memory_condition", "max_model_len"),
     columns=(
         Column("memory_condition", "str"),
+        Column("max_model_len", "str"),
         Column("kv_tokens_count_only", "int", "tokens", nullable=True),
         Column("kv_tokens_size_hints", "int", "tokens", nullable=True),
         Column("kv_ratio", "float", "×", "size hints / count only"),
@@ -181,18 +185,43 @@ class Multimodal(Experiment):
             conditions[f"{ARTICLE_CARD_GIB} GB card emulated"] = ("--gpu-memory-utilization", str(util))
         return conditions
 
-    def spec(self, limit_value: str | None, memory_args: tuple[str, ...] = (), label: str = "vl") -> ServerSpec:
-        args = ("--max-model-len", "4096") + memory_args
+    @staticmethod
+    def context_lengths(profile) -> tuple[str, ...]:
+        """--max-model-len values the start-up study tries: vLLM sizes its multimodal profiling by the context as
+        well as by the limit, so the model's own context (262,144 tokens) is tried where memory allows."""
+        return profile.sizes.get("vl_context_lengths", (SERVING_CONTEXT,))
+
+    def spec(self, limit_value: str | None, memory_args: tuple[str, ...] = (), label: str = "vl",
+             max_len: str = SERVING_CONTEXT, facts_only: bool = False) -> ServerSpec:
+        args = (("--max-model-len", max_len) if max_len != MODEL_CONTEXT else ()) + memory_args
         if limit_value is not None:
             args += ("--limit-mm-per-prompt", limit_value)
-        return ServerSpec("vl", args, label=label)
+        return ServerSpec("vl", args, label=label, starts_alone=facts_only, facts_only=facts_only)
+
+    def startup_conditions(self, profile):
+        """(memory condition, memory flags, context length, limit name, limit value) of every start-up-only
+        server: every limit at the serving context; the limits the size-hint gain compares at the model's own
+        context too (on the whole device only: an emulated 8 GB card cannot hold that context)."""
+        memory = self.memory_conditions(profile)
+        for cond, mem in memory.items():
+            for max_len in self.context_lengths(profile):
+                if max_len != SERVING_CONTEXT and cond != "whole device":
+                    continue
+                for name, lim in self.limits(profile).items():
+                    if max_len != SERVING_CONTEXT and name not in ("count only", "size hints"):
+                        continue
+                    yield cond, mem, max_len, name, lim
+
+    def startup_spec(self, mem, max_len, name, lim) -> ServerSpec:
+        suffix = "" if max_len == SERVING_CONTEXT else "-full-context"
+        return self.spec(lim, mem, label=f"vl-{name.replace(' ', '-')}{suffix}", max_len=max_len, facts_only=True)
 
     def serving_spec(self, profile) -> ServerSpec:
         return self.spec(self.limits(profile)["size hints"], label="vl-size-hints")
 
     def plan(self, profile):
-        steps = [Step(self.spec(lim, mem, label=f"vl-{name.replace(' ', '-')}"), f"start-up only: {cond}, limit {name}", 0, 5)
-                 for cond, mem in self.memory_conditions(profile).items() for name, lim in self.limits(profile).items()]
+        steps = [Step(self.startup_spec(mem, max_len, name, lim), f"start-up facts only: {cond}, context {max_len}, "
+                      f"limit {name}", 0, 5) for cond, mem, max_len, name, lim in self.startup_conditions(profile)]
         serving = self.serving_spec(profile)
         n = profile.sizes.get("images_per_side", 3)
         repeats = profile.sizes["repeats"]
@@ -283,28 +312,30 @@ class Multimodal(Experiment):
                                      "client_cpu_max": batch.worker_cpu_max})
 
     def run_startup_memory(self, ctx):
-        for cond, mem in self.memory_conditions(ctx.profile).items():
-            for name, lim in self.limits(ctx.profile).items():
-                if ctx.done(STARTUP_MEMORY, memory_condition=cond, limit_mm=name):
-                    continue
-                try:
-                    facts = ctx.server(self.spec(lim, mem, label=f"vl-{name.replace(' ', '-')}")).facts
-                except ServerFailed as exc:  # not starting at all is the result on a small card
-                    ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": False,
-                                                "encoder_cache_budget_tokens": parse_startup(exc.log).encoder_cache_budget_tokens,
-                                                "error": exc.reason[:300]})
-                    continue
-                ctx.record(STARTUP_MEMORY, {"memory_condition": cond, "limit_mm": name, "started": True,
-                                            "encoder_cache_budget_tokens": facts.encoder_cache_budget_tokens,
-                                            "kv_cache_tokens": facts.kv_cache_tokens,
-                                            "max_concurrency": facts.max_concurrency})
+        for cond, mem, max_len, name, lim in self.startup_conditions(ctx.profile):
+            key = {"memory_condition": cond, "max_model_len": max_len, "limit_mm": name}
+            if ctx.done(STARTUP_MEMORY, **key):
+                continue
+            try:
+                facts = ctx.server(self.startup_spec(mem, max_len, name, lim)).facts
+            except ServerFailed as exc:  # not starting at all is the result on a small card
+                ctx.record(STARTUP_MEMORY, key | {"started": False,
+                                                  "encoder_cache_budget_tokens": parse_startup(exc.log).encoder_cache_budget_tokens,
+                                                  "error": exc.reason[:300]})
+                continue
+            ctx.record(STARTUP_MEMORY, key | {"started": True, "encoder_cache_budget_tokens": facts.encoder_cache_budget_tokens,
+                                              "kv_cache_tokens": facts.kv_cache_tokens,
+                                              "max_concurrency": facts.max_concurrency})
         # Derived from the staged rows, so a resumed run (rows from two processes) still gets it.
-        kv = {(r["memory_condition"], r["limit_mm"]): r["kv_cache_tokens"] for r in ctx.staging.rows(STARTUP_MEMORY)}  # noqa: E501
-        for cond in self.memory_conditions(ctx.profile):
-            count_only, hints = kv.get((cond, "count only")), kv.get((cond, "size hints"))
-            if pd.notna(count_only) and pd.notna(hints) and count_only and not ctx.done(SIZE_HINT_GAIN, memory_condition=cond):
-                ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "kv_tokens_count_only": int(count_only),
-                                            "kv_tokens_size_hints": int(hints), "kv_ratio": hints / count_only})
+        kv = {(r["memory_condition"], r["max_model_len"], r["limit_mm"]): r["kv_cache_tokens"]
+              for r in ctx.staging.rows(STARTUP_MEMORY)}
+        for cond, max_len in dict.fromkeys((c, m) for c, _, m, _, _ in self.startup_conditions(ctx.profile)):
+            count_only, hints = kv.get((cond, max_len, "count only")), kv.get((cond, max_len, "size hints"))
+            if pd.notna(count_only) and pd.notna(hints) and count_only and \
+                    not ctx.done(SIZE_HINT_GAIN, memory_condition=cond, max_model_len=max_len):
+                ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "max_model_len": max_len,
+                                            "kv_tokens_count_only": int(count_only), "kv_tokens_size_hints": int(hints),
+                                            "kv_ratio": hints / count_only})
 
     def run_image_tokens(self, ctx, client):
         n = ctx.sizes.get("images_per_side", 3)

@@ -94,12 +94,13 @@ class PoolingLimits(Experiment):
             default = profile.env.get("VLLM_CPU_KVCACHE_SPACE", "4")
             return {f"VLLM_CPU_KVCACHE_SPACE={gib}": ((), () if gib == default else (("VLLM_CPU_KVCACHE_SPACE", gib),))
                     for gib in dict.fromkeys((default, "1", "4"))}
-        return {f"--gpu-memory-utilization {u}": (() if u == "0.9" else ("--gpu-memory-utilization", u), ())
-                for u in ("0.9", "0.5", "0.1")}
+        # Every setting as an explicit flag: the default share differs between vLLM versions (0.26.0: 0.92).
+        return {f"--gpu-memory-utilization {u}": (("--gpu-memory-utilization", u), ())
+                for u in profile.sizes.get("memory_utilizations", ("0.9", "0.5", "0.1"))}
 
     @staticmethod
-    def spec(role: str, args=(), env=()) -> ServerSpec:
-        return ServerSpec(role, POOLING + tuple(args), tuple(env), label=f"pooling-{role}")
+    def spec(role: str, args=(), env=(), alone: bool = False) -> ServerSpec:
+        return ServerSpec(role, POOLING + tuple(args), tuple(env), label=f"pooling-{role}", starts_alone=alone)
 
     @staticmethod
     def batches(profile) -> tuple[int, ...]:
@@ -109,7 +110,7 @@ class PoolingLimits(Experiment):
         reps = profile.sizes["repeats"] + profile.sizes["warmup"]
         steps = [Step(self.spec(role), f"roofline: batches {self.batches(profile)} with /metrics deltas", reps * 3, 20)
                  for role in self.roles(profile)]
-        steps += [Step(self.spec("embedding", a, e), f"memory: {label}, batch {max(self.batches(profile))}", reps, 10)
+        steps += [Step(self.spec("embedding", a, e, alone=True), f"memory: {label}, batch {max(self.batches(profile))}", reps, 10)
                   for label, (a, e) in self.memory_settings(profile).items()]
         return steps
 
@@ -136,7 +137,7 @@ class PoolingLimits(Experiment):
         for label, (args, env) in self.memory_settings(ctx.profile).items():
             if ctx.done(MEMORY, model=model.name, setting=label):
                 continue
-            server = ctx.server(self.spec("embedding", args, env))
+            server = ctx.server(self.spec("embedding", args, env, alone=True))  # its memory budget is the point
             client = ctx.client(server)
             self.requests(ctx, client, texts[:batch], ctx.sizes["warmup"])
             timed = self.requests(ctx, client, texts[:batch], ctx.sizes["repeats"])

@@ -12,7 +12,6 @@ import ipaddress
 import json
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ import httpx
 from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.harness.context import console
 from measure.harness.profiles import vision_unavailable
+from measure.harness.server import STATE_DIR
 from measure.schema import Column, DatasetSchema
 
 API_KEY = "field-notes-probe-key"
@@ -137,6 +137,11 @@ class Security(Experiment):
                           (("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True"),), label="secured-generate")
     pooling = ServerSpec("reranker", ("--runner", "pooling", "--api-key", API_KEY), label="secured-pooling")
 
+    @staticmethod
+    def media_dir() -> Path:
+        """The folder --allowed-local-media-path names: one fixed path, so the plan's servers are the run's."""
+        return STATE_DIR / "media-probe"
+
     def media_settings(self, local_dir: str) -> dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
         limit = ("--max-model-len", "4096")
         return {
@@ -151,7 +156,7 @@ class Security(Experiment):
         steps = [Step(self.generate, "every route × no key / wrong key / right key; runtime LoRA paths", 60, 20),
                  Step(self.pooling, "every route × no key / wrong key / right key", 60, 20)]
         if "vl" in profile.models:
-            for setting, (args, env) in self.media_settings("/tmp").items():
+            for setting, (args, env) in self.media_settings(str(self.media_dir())).items():
                 steps.append(Step(ServerSpec("vl", args, env, label="media"), f"media URLs under: {setting}", 6, 10))
         return steps
 
@@ -212,7 +217,9 @@ class Security(Experiment):
     # ---- media fetches ---------------------------------------------------------------------
     def probe_media(self, ctx) -> None:
         service = InternalService()
-        local = Path(tempfile.mkdtemp(prefix="media-probe-"))
+        local = self.media_dir()
+        shutil.rmtree(local, ignore_errors=True)
+        local.mkdir(parents=True)
         (local / "image.txt").write_text("not an image")
         try:
             closed = closed_port()

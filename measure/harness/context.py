@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,12 +24,25 @@ from measure.schema import DatasetSchema
 console = Console(stderr=True)
 
 
+def shares_device(spec: ServerSpec, profile: Profile) -> bool:
+    """Whether this server starts beside others on one device (and so runs with the profile's colocate_args)."""
+    return profile.colocate > 1 and not (spec.starts_alone or spec.facts_only or spec.sets_memory)
+
+
+def server_args(spec: ServerSpec, profile: Profile) -> tuple[str, ...]:
+    """The flags a server of this spec runs with: the profile's, the spec's, and a shared device's."""
+    shared = profile.colocate_args if shares_device(spec, profile) else ()
+    return tuple(profile.server_args) + tuple(spec.args) + tuple(shared)
+
+
 def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
     """A name for one server configuration: its label, its model and a digest of everything on its command line
     and in its environment, the profile's flags included. (The profile's flags were once left out: when the GPU
     profile dropped --enforce-eager, default-mode servers took the ids, and so the provenance records, of the
     eager servers behind older datasets.)"""
     flags = (spec.key, tuple(profile.server_args), sorted(profile.env.items()))
+    if shares_device(spec, profile):
+        flags += (profile.colocate_args,)
     digest = hashlib.sha1(srv.checkout_relative(repr(flags)).encode()).hexdigest()[:6]
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
@@ -37,9 +51,15 @@ class RoleNotAttached(LookupError):
     """Attach mode: no server was given for a model role an experiment step needs."""
 
 
+# What vLLM logs once it has sized its KV cache (kv_cache_utils): a facts-only start ends here.
+FACTS_LOGGED = "Maximum concurrency for"
+
+
 @dataclass
 class ServerPool:
-    """One server at a time (memory is the limit); a spec equal to the running one reuses it."""
+    """The live servers. By default one at a time (memory is the limit); a spec equal to a live one reuses it.
+    Where the profile lets servers share the device, asking for one that is not live starts it together with
+    the next servers the run will ask for (``upcoming``) that may share it, up to ``Profile.colocate``."""
 
     profile: Profile
     cache_dir: Path
@@ -47,8 +67,9 @@ class ServerPool:
     attached: dict[str, srv.Server] | None = None  # attach mode: role ("*" = any) -> someone else's server
     declared_weights: str = "unknown"
     python: str = sys.executable
-    current: tuple | None = None
-    server: srv.Server | None = None
+    upcoming: list[ServerSpec] = field(default_factory=list)  # the run's servers, in the order first needed
+    live: dict[str, srv.Server] = field(default_factory=dict)  # server id -> ready server
+    failed: dict[str, BaseException] = field(default_factory=dict)  # started together with others, did not come up
     records: dict[str, dict] = field(default_factory=dict)  # server id -> provenance record
 
     def model(self, role: str) -> ModelRef:
@@ -56,43 +77,105 @@ class ServerPool:
             raise KeyError(f"profile {self.profile.name!r} has no model for role {role!r}")
         return resolve(self.profile.models[role], self.cache_dir)
 
+    def sid(self, spec: ServerSpec) -> str:
+        return server_id(spec, self.model(spec.model_role), self.profile)
+
     def get(self, spec: ServerSpec, staging: Staging) -> tuple[str, srv.Server]:
         if self.attached is not None:
-            server = self.attached.get(spec.model_role) or self.attached.get("*")
-            if server is None:
-                raise RoleNotAttached(spec.model_role)
-            sid = f"attached-{spec.model_role}"
-            self.records.setdefault(sid, {
-                "model": server.model, "weights": self.declared_weights, "attached": True,
-                "base_url": server.base_url, "vllm": server.facts.version,
-                "command": "started by the user (attach mode); its flags are not known to the harness",
-            })
-            return sid, server
-        model = self.model(spec.model_role)
-        sid = server_id(spec, model, self.profile)
-        if self.current == (sid,) and self.server is not None:
-            return sid, self.server
-        self.stop()
-        env = server_env(self.profile) | dict(spec.env)
-        args = tuple(self.profile.server_args) + tuple(spec.args)
-        console.print(f"[bold]starting vLLM[/] {sid} …  (log: {self.log_dir / (sid + '.log')})")
-        server = srv.launch(
-            model.server_args, model.name, args, env, self.log_dir / f"{sid}.log",
-            timeout_s=self.profile.startup_timeout_s, python=self.python,
-        )
-        kv = server.facts.kv_cache_tokens
-        console.print(f"  ready in {server.startup_s:.0f} s" + (f"; KV cache {kv:,} tokens" if kv else "; no KV cache reported"))
-        self.server, self.current = server, (sid,)
+            return self._attached(spec)
+        sid = self.sid(spec)
+        if sid not in self.live and sid not in self.failed:
+            self.stop()
+            self.start_together(self.group_for(spec), staging)
+        if sid in self.failed:
+            raise self.failed.pop(sid)
+        return sid, self.live[sid]
+
+    def group_for(self, spec: ServerSpec) -> list[ServerSpec]:
+        """``spec`` and the servers asked for right after it that may share the device with it."""
+        group = [spec]
+        if not shares_device(spec, self.profile):
+            return group
+        sids = [self.sid(s) if s.model_role in self.profile.models else None for s in self.upcoming]
+        if self.sid(spec) not in sids:
+            return group
+        seen = {self.sid(spec)}
+        for other, other_sid in zip(self.upcoming[sids.index(self.sid(spec)) + 1:],
+                                    sids[sids.index(self.sid(spec)) + 1:], strict=True):
+            if len(group) >= self.profile.colocate or other_sid is None:
+                break
+            if other_sid in seen:
+                continue
+            if not shares_device(other, self.profile):
+                break  # it needs the device to itself: servers started now would be stopped before their turn
+            group.append(other)
+            seen.add(other_sid)
+        return group
+
+    def start_together(self, group: list[ServerSpec], staging: Staging) -> None:
+        started = []
+        for spec in group:
+            model, sid = self.model(spec.model_role), self.sid(spec)
+            env = server_env(self.profile) | dict(spec.env)
+            log = self.log_dir / f"{sid}.log"
+            console.print(f"[bold]starting vLLM[/] {sid}" + (f" (together with {len(group) - 1} more)" if len(group) > 1
+                          else "") + (" for its start-up facts only" if spec.facts_only else "") + f" …  (log: {log})")
+            server = srv.spawn(model.server_args, model.name, server_args(spec, self.profile), env, log, python=self.python)
+            started.append((spec, sid, model, env, server))
+        for spec, sid, model, env, server in started:
+            try:
+                if spec.facts_only:
+                    self._facts_only(server)
+                else:
+                    srv.wait_ready(server, self.profile.startup_timeout_s)
+            except srv.ServerFailed as exc:
+                self.failed[sid] = exc
+                console.print(f"  [yellow]{sid} did not start[/]: {exc.reason[:200]}")
+                continue
+            kv = server.facts.kv_cache_tokens
+            console.print(f"  {sid}: " + ("facts logged" if spec.facts_only else f"ready in {server.startup_s:.0f} s")
+                          + (f"; KV cache {kv:,} tokens" if kv else "; no KV cache reported"))
+            self._record(sid, model, env, server, staging, together=len(group))
+            if spec.facts_only:
+                server.stop()
+            self.live[sid] = server
+
+    def _facts_only(self, server: srv.Server) -> None:
+        """Wait until vLLM has logged its KV cache size (or is ready, or fails), then parse the log."""
+        deadline = server.spawned_at + self.profile.startup_timeout_s
+        while FACTS_LOGGED not in server.log_text():
+            if server.process.poll() is not None:
+                raise srv._failure(server, f"vLLM exited with code {server.process.returncode} while starting")
+            if time.monotonic() > deadline:
+                server.stop()
+                raise srv._failure(server, f"vLLM had not sized its KV cache after {self.profile.startup_timeout_s:.0f} s")
+            time.sleep(0.5)
+        time.sleep(1.0)  # the lines after it (encoder budget, concurrency) are written in the same breath
+        server.facts = srv.parse_startup(server.log_text())
+
+    def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int) -> None:
         record = {
             "model": model.name, "model_path": model.path, "architecture": model.architecture, "weights": model.weights,
-            "command": server.command, "env": env, "vllm": server.version(), "startup": server.facts.as_dict(),
-            "startup_s": server.startup_s,
+            "command": server.command, "env": env, "vllm": server.version() if server.startup_s else server.facts.version,
+            "startup": server.facts.as_dict(), "startup_s": server.startup_s, "started_together": together,
         }
         self.records[sid] = record
         staging.note("servers", sid, record)  # an interrupted run resumed elsewhere still knows this server
         staging.append(STARTUP, {
             "server": sid, "model": model.name, "weights": model.weights,
             **{k: v for k, v in server.facts.as_dict().items() if k != "version"}, "startup_s": server.startup_s,
+            "started_together": together,
+        })
+
+    def _attached(self, spec: ServerSpec) -> tuple[str, srv.Server]:
+        server = self.attached.get(spec.model_role) or self.attached.get("*")
+        if server is None:
+            raise RoleNotAttached(spec.model_role)
+        sid = f"attached-{spec.model_role}"
+        self.records.setdefault(sid, {
+            "model": server.model, "weights": self.declared_weights, "attached": True,
+            "base_url": server.base_url, "vllm": server.facts.version,
+            "command": "started by the user (attach mode); its flags are not known to the harness",
         })
         return sid, server
 
@@ -102,9 +185,11 @@ class ServerPool:
         return role in self.profile.models
 
     def stop(self) -> None:
-        if self.server is not None and not self.server.attached:
-            self.server.stop()
-        self.server, self.current = None, None
+        for server in self.live.values():
+            if not server.attached:
+                server.stop()
+        self.live = {}
+        self.failed = {}
 
 
 @dataclass

@@ -17,7 +17,9 @@ PATTERNS = {
     "kv_cache_tokens": re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size:\s*" + _NUM + r"\s*tokens"),
     "max_concurrency": re.compile(r"Maximum concurrency for\s*" + _NUM + r"\s*tokens per request:\s*" + _NUM + r"\s*x"),
     # GPU: "Available KV cache memory: X GiB"; CPU: "Explicitly set (X/Y) GiB for KV cache".
-    "kv_cache_gib": re.compile(r"(?:Available KV cache memory:\s*|Explicitly set \()" + _NUM + r"(?:/[\d.]+\))?\s*GiB"),
+    # GPU with --kv-cache-memory-bytes: "reserved X GiB memory for KV Cache".
+    "kv_cache_gib": re.compile(r"(?:Available KV cache memory:\s*|Explicitly set \(|reserved\s*)" + _NUM
+                               + r"(?:/[\d.]+\))?\s*GiB"),
     "model_load_gib": re.compile(r"Model loading took\s*" + _NUM + r"\s*GiB"),
     "encoder_cache_budget_tokens": re.compile(r"Encoder cache will be initialized with a budget of\s*" + _NUM + r"\s*tokens"),
     "version": re.compile(r"vLLM API server version\s*([\w.+-]+)|version\s+(\d+\.\d+\.\d+[\w.+-]*)"),

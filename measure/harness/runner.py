@@ -16,7 +16,7 @@ from rich.table import Table
 from measure.experiment import STARTUP, Experiment, get
 from measure.harness import provenance as prov
 from measure.harness import server as srv
-from measure.harness.context import RunContext, ServerPool, console, server_id
+from measure.harness.context import RunContext, ServerPool, console, server_id, shares_device
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
@@ -51,7 +51,8 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     """What an experiment's result depends on: its code, its servers, its workload, the vLLM version."""
     source = Path(inspect.getfile(type(exp))).read_bytes()
     inputs = repr((
-        [(s.model_role, profile.models.get(s.model_role), s.args, s.env) for s in exp.servers(profile)],
+        [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
+         + ((profile.colocate_args,) if shares_device(s, profile) else ()) for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), software.get("torch"),
     ))
@@ -102,31 +103,72 @@ def resume_mismatch(previous: dict, profile: str, hw: dict, sw: dict, prints: di
 
 
 def order_by_server(instances: list[Experiment], profile: Profile) -> list[Experiment]:
-    """Experiments whose first server is the same run back to back, so they share one start."""
+    """Experiments whose first server is the same run back to back, so they share one start; otherwise the
+    order asked for stands (put first what matters most when a device lease may end early)."""
     first = {id(e): repr(e.servers(profile)[0].key) if e.servers(profile) else "" for e in instances}
-    return sorted(instances, key=lambda e: (first[id(e)], e.name))
+    rank: dict[str, int] = {}
+    for e in instances:
+        rank.setdefault(first[id(e)], len(rank))
+    return sorted(instances, key=lambda e: rank[first[id(e)]])
 
 
-def print_plan(instances: list[Experiment], profile: Profile, env_name: str, reasons: dict[str, str]) -> float:
+def upcoming_servers(instances: list[Experiment], profile: Profile) -> list:
+    """Every server spec of the run, in the order the experiments will first ask for it."""
+    return [spec for exp in instances for spec in exp.servers(profile)]
+
+
+def startup_estimate(profile: Profile, published: Path) -> tuple[float, str]:
+    """Seconds one start-up takes here: the median of this environment's start-up table, else a guess."""
+    path = published / STARTUP.file_name
+    if path.is_file():
+        import pandas as pd
+
+        times = pd.read_csv(path).get("startup_s")
+        if times is not None and times.notna().any():
+            return float(times.median()), f"median of {times.notna().sum()} start-ups in {path.parent.name}"
+    return (60.0 if profile.name == "cpu" else 150.0), "a guess: this environment has no start-up table yet"
+
+
+def print_plan(instances: list[Experiment], profile: Profile, env_name: str, reasons: dict[str, str],
+               published: Path | None = None) -> float:
     for exp in instances:
         console.print(f"  {exp.name}: {reasons.get(exp.name, 'will run')}")
     instances = [e for e in instances if not reasons.get(e.name, "").startswith("skip")]
     table = Table(title=f"plan: profile {profile.name} → data/{env_name}/")
     for col in ("experiment", "server", "what", "requests", "≈ s"):
         table.add_column(col)
-    total, starts, last_key = 0.0, 0, None
+    total = 0.0
     for exp in instances:
         for step in exp.plan(profile):
-            if step.server is not None and step.server.key != last_key:
-                starts += 1
-                last_key = step.server.key
             served_by = "no vLLM" if step.server is None else step.server.label or step.server.model_role
             table.add_row(exp.name, served_by, step.what, str(step.requests), f"{step.seconds:.0f}")
             total += step.seconds
-    startup = 60.0 if profile.name == "cpu" else 150.0
+    starts = start_events(upcoming_servers(instances, profile), profile)
+    startup, basis = startup_estimate(profile, published or Path("/nonexistent"))
     console.print(table)
-    console.print(f"{starts} server start(s) × ≈{startup:.0f} s + requests ≈ {total:.0f} s → ≈ {(total + starts * startup) / 60:.1f} min")
-    return total + starts * startup
+    console.print(f"{len(starts)} start-up(s) ({sum(len(g) for g in starts)} servers; "
+                  f"{sum(1 for g in starts if len(g) > 1)} of them several servers at once) × ≈{startup:.0f} s ({basis})"
+                  f" + requests ≈ {total:.0f} s → ≈ {(total + len(starts) * startup) / 60:.1f} min")
+    return total + len(starts) * startup
+
+
+def start_events(specs: list, profile: Profile) -> list[list]:
+    """How the pool will start these servers, asked for in this order: groups of servers started at once."""
+    groups: list[list] = []
+    live: set = set()
+    for spec in specs:
+        if spec.key in live:
+            continue
+        group = [spec]
+        if shares_device(spec, profile):
+            for other in specs[specs.index(spec) + 1:]:
+                if len(group) >= profile.colocate or not shares_device(other, profile):
+                    break
+                if other.key not in {g.key for g in group}:
+                    group.append(other)
+        groups.append(group)
+        live = {g.key for g in group}
+    return groups
 
 
 def run(opts: RunOptions) -> list[str]:
@@ -153,7 +195,7 @@ def run(opts: RunOptions) -> list[str]:
         reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
             "will run: --force" if opts.force else "will run: new or changed inputs")
     if opts.dry_run:
-        print_plan(instances, opts.profile, env_name, reasons)
+        print_plan(instances, opts.profile, env_name, reasons, published)
         return []
     for exp in list(instances):
         if reasons[exp.name].startswith("skip"):
@@ -242,7 +284,7 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
         staging.save_run({"started": prov.now(), "code_revision": prov.code_revision(), "profile": opts.profile.name,
                           "hardware": hw, "software": sw, "fingerprints": prints, "servers": {}, "dataset_servers": {}})
     pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
-                      python=opts.vllm_python)
+                      python=opts.vllm_python, upcoming=upcoming_servers(instances, opts.profile))
     if previous is not None:  # servers behind rows staged before the interruption, maybe on another machine
         pool.records.update(previous.get("servers") or {})
     if opts.base_url:

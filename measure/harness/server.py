@@ -147,6 +147,7 @@ class Server:
     startup_s: float | None = None
     attached: bool = False
     process: subprocess.Popen | None = None
+    spawned_at: float = 0.0  # time.monotonic() at spawn
 
     @property
     def openai_base(self) -> str:
@@ -205,21 +206,35 @@ def launch(
     on_wait=None,
 ) -> Server:
     """Start vLLM on a free loopback port and wait for ``/health``; raise ServerFailed with the log tail."""
+    server = spawn(model_args, served_name, extra_args, env, log_path, python=python)
+    wait_ready(server, timeout_s, on_wait=on_wait)
+    return server
+
+
+def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, ...], env: dict[str, str],
+          log_path: Path, python: str = sys.executable) -> Server:
+    """Start vLLM on a free loopback port without waiting for it (several can start at once; see wait_ready)."""
     port = free_port()
     command = [python, "-m", VLLM_MODULE, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = os.environ.copy() | env
     log_file = open(log_path, "w")  # noqa: SIM115 - handed to the child, closed when it ends
-    started = time.monotonic()
     process = subprocess.Popen(
         command, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=log_path.parent
     )
     log_file.close()
     server = Server(f"http://127.0.0.1:{port}", served_name, command=command, env=env, log_path=log_path, process=process)
+    server.spawned_at = time.monotonic()
     server.pid_file.parent.mkdir(parents=True, exist_ok=True)
     server.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
                                            "command": command,
                                            "owner": {"pid": os.getpid(), "start_ticks": process_start_ticks(os.getpid())}}))
+    return server
+
+
+def wait_ready(server: Server, timeout_s: float, on_wait=None) -> Server:
+    """Wait until a spawned server answers ``/health``; stop it and raise ServerFailed if it exits or times out."""
+    process, started = server.process, server.spawned_at
     try:
         deadline = started + timeout_s
         engine_failed_at = None
