@@ -488,8 +488,8 @@ def test_servers_that_may_share_the_device_start_together_and_the_rest_alone(tmp
     from measure.harness import server as srv
     from measure.harness.context import ServerPool
     from measure.harness.profiles import CPU
-    from measure.harness.staging import Staging
     from measure.harness.runner import start_events
+    from measure.harness.staging import Staging
 
     monkeypatch.setattr(srv, "STATE_DIR", tmp_path / "state")
     fake = tmp_path / "python"
