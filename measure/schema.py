@@ -7,6 +7,7 @@ line and column named, so a bad measurement never reaches a page silently.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,14 +151,29 @@ class DatasetSchema:
     def row_key(self, row: dict) -> tuple:
         return tuple(row.get(k) for k in self.key)
 
-    def read(self, path: Path) -> pd.DataFrame:
-        """Read and validate a CSV; errors name the file, line and column."""
+    def read(self, path: Path, older: bool = False) -> pd.DataFrame:
+        """Read and validate a CSV; errors name the file, line and column. ``older``: a file written before
+        nullable columns were added to the schema is read with those columns empty (a run merging new rows
+        into such a file rewrites it whole)."""
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             try:
                 header = next(reader)
             except StopIteration:
                 raise SchemaError(f"{path}:1: empty file, expected header {','.join(self.header)}") from None
+            added = [c for c in self.columns if c.name not in header and c.nullable]
+            if older and added and header == [c for c in self.header if c not in {a.name for a in added}]:
+                rows = [dict(zip(header, cells, strict=True)) for cells in reader if cells]
+                text = io.StringIO()
+                writer = csv.writer(text, lineterminator="\n")
+                writer.writerow(self.header)
+                writer.writerows([row.get(c, "") for c in self.header] for row in rows)
+                upgraded = Path(path).with_name(f".{Path(path).name}.upgraded")
+                upgraded.write_text(text.getvalue(), encoding="utf-8")
+                try:
+                    return self.read(upgraded)
+                finally:
+                    upgraded.unlink(missing_ok=True)
             if header != self.header:
                 missing = [c for c in self.header if c not in header]
                 unknown = [c for c in header if c not in self.by_column]

@@ -533,3 +533,31 @@ def test_start_up_phases_from_a_default_mode_log():
            "took 105.76 s (compilation: 6.03 s)\n")
     assert startup_phases(log) == {"compile_s": 6.03, "engine_init_s": 105.76, "graph_capture_s": 4.0}
     assert startup_phases("eager: nothing compiled") == {"compile_s": None, "engine_init_s": None, "graph_capture_s": None}
+
+
+def test_promotion_checks_every_file_before_it_writes_one_and_reads_tables_older_than_new_nullable_columns(tmp_path):
+    """On the H200 a promotion moved an experiment's datasets, then failed on the start-up table (written before
+    its started_together column existed): the moved datasets were half-published and the run lost them."""
+    from measure.experiment import STARTUP
+    from measure.experiments.eager import SUMMARY
+    from measure.harness.staging import Staging
+
+    staging = Staging(tmp_path, "env")
+    published = tmp_path / "env"
+    published.mkdir()
+    old_header = ",".join(c for c in STARTUP.header if c != "started_together")
+    (published / STARTUP.file_name).write_text(old_header + "\nold-server,m,dummy,10,1.0,10,1.0,1.0,,60.0\n")
+    staging.append(SUMMARY, {"metric": "m", "unit": "s", "default": 1.0, "eager": 2.0, "eager_vs_default": 2.0})
+    staging.append(STARTUP, {"server": "new-server", "model": "m", "weights": "dummy", "startup_s": 5.0, "started_together": 2})
+    staging.promote([SUMMARY, STARTUP], lambda current, names: current, merge_by_key=(STARTUP.name,))
+    rows = {r["server"]: r for r in STARTUP.read(published / STARTUP.file_name).to_dict("records")}
+    assert rows["new-server"]["started_together"] == 2 and rows["old-server"]["startup_s"] == 60.0
+    assert (published / SUMMARY.file_name).is_file()
+
+    staging.append(SUMMARY, {"metric": "n", "unit": "s", "default": 1.0, "eager": 3.0, "eager_vs_default": 3.0})
+    staging.append(STARTUP, {"server": "third", "model": "m", "weights": "dummy"})
+    (published / STARTUP.file_name).write_text("server,nonsense\nx,y\n")
+    with pytest.raises(Exception, match="header does not match"):
+        staging.promote([SUMMARY, STARTUP], lambda current, names: current, merge_by_key=(STARTUP.name,))
+    assert staging.csv_path(SUMMARY).is_file() and staging.csv_path(STARTUP).is_file()  # nothing half-published
+    assert SUMMARY.read(published / SUMMARY.file_name)["metric"].tolist() == ["m"]

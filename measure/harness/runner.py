@@ -349,7 +349,9 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                 return current
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
-            staging.keep_only(STARTUP, {(s,) for s in staging.published_provenance().get("servers", {})})
+            # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
+            staging.keep_only(STARTUP, {(s,) for s in staging.published_provenance().get("servers", {})}
+                              | {(s,) for s in pool.records})
             promoted += done
             console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
         staging.finish()

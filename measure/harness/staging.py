@@ -95,7 +95,9 @@ class Staging:
         A dataset named in ``merge_by_key`` keeps published rows whose key this run did not measure
         (the start-up facts of servers other experiments started); every other dataset is replaced.
         """
-        promoted = []
+        # Every file is read and checked before any is written: a promotion that fails leaves the staged rows
+        # and the published data as they were (a first try wrote some datasets, then failed on the next).
+        moves, writes, promoted = [], [], []
         for schema in schemas:
             staged = self.csv_path(schema)
             if not staged.is_file():
@@ -104,14 +106,19 @@ class Staging:
             if schema.name in merge_by_key:
                 # Last row per key wins: a resumed run may have started the same server twice.
                 fresh = {schema.row_key(r): r for r in schema.read(staged).to_dict("records")}
-                old = schema.read(target).to_dict("records") if target.is_file() else []
+                old = schema.read(target, older=True).to_dict("records") if target.is_file() else []
                 kept = [r for r in old if schema.row_key(r) not in fresh]
-                atomic_write(target, _csv_text(schema, kept + list(fresh.values())))
-                staged.unlink()
+                writes.append((staged, target, _csv_text(schema, kept + list(fresh.values()))))
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staged, target)
+                schema.read(staged)
+                moves.append((staged, target))
             promoted.append(schema.name)
+        self.published.mkdir(parents=True, exist_ok=True)
+        for staged, target in moves:
+            os.replace(staged, target)
+        for staged, target, text in writes:
+            atomic_write(target, text)
+            staged.unlink()
         updated = provenance_update(self.published_provenance(), promoted)
         atomic_write(self.published / PROVENANCE_FILE, json.dumps(updated, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
         if self.dir.is_dir() and not any(self.dir.iterdir()):
