@@ -46,6 +46,11 @@ def test_multimodal_datasets(published):
     assert (repeats[repeats["ask"] == 1]["mm_cache_hits"] == 0).all()
     startup = store.frame(env, "multimodal.startup_memory")
     assert set(startup["limit_mm"]) == {"default", "count only", "size hints", "image 0"}
+    assert set(startup["max_model_len"]) == {"4096"}  # the model's own context is tried on a GPU only
+    servers = store.frame(env, "servers.startup")
+    facts_only = servers[servers["server"].str.startswith(("vl-default-", "vl-count-only-", "vl-image-0-"))]
+    assert len(facts_only) == 3 and facts_only["startup_s"].isna().all(), "stopped once the KV cache was sized"
+    assert (facts_only["kv_cache_tokens"] > 0).all()
     assert not env.has("multimodal.accuracy"), "dummy weights must not produce accuracy rows"
     cache = store.frame(env, "multimodal.processor_cache").set_index("mm_processor_cache_gb")
     assert set(cache.index) == {0, 4} and (cache["server_rss_mib"] > 100).all()
