@@ -93,3 +93,37 @@ def test_numpy_scalars_and_bools_are_formatted():
     assert format_number(np.int64(20896), "zh") == "20,896"
     assert format_number(np.float64(3.6486), "en", 2) == "3.65"
     assert format_number(np.bool_(False), "zh") == "否" and format_number(True, "en") == "yes"
+
+
+def _eager_store(fixture_root, low: float):
+    from measure.site.scan import make_store
+
+    root = fixture_root  # already a writable copy
+    header = ("mode,concurrency,requests,output_tokens,rounds,output_tok_s,output_tok_s_min,output_tok_s_max,tpot_ms,"
+              "tpot_ms_min,tpot_ms_max,ttft_ms,client_cpu_max\n")
+    (root / "fixture-cpu" / "eager.decode.csv").write_text(
+        header + f"default,32,128,64,3,6000.0,{low},7000.0,3.0,2.9,3.1,80.0,0.1\n"
+                 "eager,32,128,64,3,1500.0,1400.0,1600.0,18.0,17.0,19.0,100.0,0.1\n")
+    return make_store(root)
+
+
+def test_chart_draws_each_points_spread_and_bars_on_a_category_axis(fixture_root):
+    import json
+    import re
+
+    html = render(_eager_store(fixture_root, 5500.0)).chart(
+        "eager.decode", x="concurrency", y="output_tok_s", color="mode", kind="bar",
+        spread=("output_tok_s_min", "output_tok_s_max"))
+    figure = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html).group(1))
+    default = next(tr for tr in figure["data"] if tr["name"].endswith("default"))
+    assert default["error_y"]["array"] == [1000.0] and default["error_y"]["arrayminus"] == [500.0]
+    assert figure["layout"]["xaxis"]["type"] == "category" and figure["layout"]["barmode"] == "group"
+
+
+def test_a_point_outside_its_own_spread_fails_the_build(fixture_root):
+    from measure.schema import SchemaError
+
+    with pytest.raises(SchemaError, match="outside its spread"):
+        render(_eager_store(fixture_root, 6500.0)).chart(
+            "eager.decode", x="concurrency", y="output_tok_s", color="mode", kind="bar",
+            spread=("output_tok_s_min", "output_tok_s_max"))

@@ -136,6 +136,9 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     fp = fingerprint(exp, CPU, sw)
     assert fp == fingerprint(exp, CPU, sw)
     assert fp != fingerprint(exp, CPU, sw | {"vllm": "0.33.0"})
+    assert fp != fingerprint(exp, CPU, sw | {"torch": "2.14.0+cpu"})
+    # The README's path installs torch+cpu, CI PyPI's build of the same release: their data must not re-measure.
+    assert fp == fingerprint(exp, CPU, sw | {"torch": "2.13.0"})
     assert fp != fingerprint(exp, replace(CPU, sizes=CPU.sizes | {"repeats": 9}), sw)
     published = tmp_path / "env"
     published.mkdir()

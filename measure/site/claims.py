@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from babel.numbers import format_decimal
 
-from measure.schema import SATURATED, DatasetSchema, UnknownName
+from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
 from measure.store import Environment, Store, select
 
 LANGS = ("zh", "en")
@@ -360,8 +360,11 @@ class ClaimRenderer:
         title: str = "",
         labels: dict | None = None,
         key: str | None = None,
+        spread: tuple[str, str] | None = None,
     ) -> str:
-        """A plotly chart drawn from every environment that holds the dataset; cited series dashed."""
+        """A plotly chart drawn from every environment that holds the dataset; cited series dashed. ``spread``
+        names the columns of each point's lowest and highest repeat (drawn as error bars). A bar chart's x axis is
+        categorical: its bars stand for conditions, not for positions on a scale."""
         schema = self.store.schema(dataset)
         if kind not in ("line", "bar", "scatter"):
             raise UnknownName(f"chart kind must be line, bar or scatter, not {kind!r}")
@@ -369,6 +372,11 @@ class ClaimRenderer:
         xcol, ycol = schema.column(x), schema.column(y)
         if color:
             schema.column(color)
+        if spread is not None:
+            if len(spread) != 2:
+                raise UnknownName(f"spread= names two columns (lowest, highest), not {spread!r}")
+            for name in spread:
+                schema.column(name)
         frames = self._frames(dataset, env, where or {})
         claim_key = key or f"{dataset}:chart:{x}:{y}"
         status = self._summary_status(frames)
@@ -390,6 +398,8 @@ class ClaimRenderer:
                     "x": [_plotly_text(_json_value(v)) for v in part[x]],
                     "y": [_plotly_text(_json_value(v)) for v in part[y]],
                 }
+                if spread is not None:
+                    trace["error_y"] = self._error_bars(dataset, env_obj, part, y, *spread)
                 if kind != "bar":
                     trace["mode"] = "markers" if kind == "scatter" or len(part) == 1 else "lines+markers"
                     if env_obj.cited:
@@ -397,15 +407,16 @@ class ClaimRenderer:
                         trace["marker"] = {"symbol": "diamond-open", "size": 11}
                 traces.append(trace)
 
-        def axis(col, log):
+        def axis(col, log, category=False):
             text = labels.get(col.name, col.name) + (f" ({col.unit})" if col.unit else "")
-            return {"title": {"text": _plotly_text(text)}, "type": "log" if log else "linear"}
+            return {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
 
         figure = {
             "data": traces,
             "layout": {
                 "title": {"text": _plotly_text(title)},
-                "xaxis": axis(xcol, log_x),
+                "xaxis": axis(xcol, log_x, category=kind == "bar"),
+                **({"barmode": "group"} if kind == "bar" else {}),
                 "yaxis": axis(ycol, log_y),
                 "margin": {"t": 48 if title else 16, "r": 16},
                 "legend": {"orientation": "h", "y": -0.25},
@@ -422,6 +433,19 @@ class ClaimRenderer:
             f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
             + self._saturated_note(schema, frames, claim_key)
         )
+
+    @staticmethod
+    def _error_bars(dataset: str, env_obj, part, y: str, low: str, high: str) -> dict:
+        """Plotly error bars from a point's lowest and highest repeat; a point outside its own spread is a bug in
+        the data, and the build says where."""
+        for _, row in part.iterrows():
+            lo, mid, hi = row[low], row[y], row[high]
+            if not (pd.isna(lo) or pd.isna(hi)) and not lo <= mid <= hi:
+                raise SchemaError(f"{env_obj.name}/{dataset}.csv: {y}={mid} lies outside its spread "
+                                  f"{low}={lo} … {high}={hi}")
+        return {"type": "data", "symmetric": False, "visible": True,
+                "array": [None if pd.isna(h) else _json_value(h - m) for h, m in zip(part[high], part[y], strict=True)],
+                "arrayminus": [None if pd.isna(lo) else _json_value(m - lo) for lo, m in zip(part[low], part[y], strict=True)]}
 
     # Names the pages may call; anything else is undefined and fails the build.
     def macros(self) -> dict:
