@@ -55,7 +55,9 @@ COMM_COST = DatasetSchema(
         Column("enforce_eager", "bool"),
         Column("itl_ms", "float", "ms", "per-token latency at concurrency 1 as the client saw it: median gap between "
                "streamed messages (vllm bench serve's ITL)"),
-        Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's"),
+        Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's; empty where that was 0 ms (on a "
+               "busy 2-core CI machine the client once read every chunk of a stream in a few network reads)",
+               nullable=True),
         Column("engine_itl_ms", "float", "ms", "the same, by the engine's own timestamps (/metrics "
                "vllm:inter_token_latency_seconds, mean)", nullable=True),
         Column("engine_itl_vs_single", "float", "×", "engine_itl_ms / the single-rank layout's", nullable=True),
