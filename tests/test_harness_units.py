@@ -564,3 +564,18 @@ def test_promotion_checks_every_file_before_it_writes_one_and_reads_tables_older
         staging.promote([SUMMARY, STARTUP], lambda current, names: current, merge_by_key=(STARTUP.name,))
     assert staging.csv_path(SUMMARY).is_file() and staging.csv_path(STARTUP).is_file()  # nothing half-published
     assert SUMMARY.read(published / SUMMARY.file_name)["metric"].tolist() == ["m"]
+
+
+def test_a_derived_row_names_the_servers_of_the_datasets_it_comes_from(tmp_path):
+    """eager.summary was computed while the last server was live, and its provenance named that one server only."""
+    from measure.experiments.eager import DECODE, STARTUP, SUMMARY
+    from measure.harness.context import RunContext
+    from measure.harness.profiles import CPU
+    from measure.harness.staging import Staging
+
+    ctx = RunContext("eager", CPU, Staging(tmp_path, "env"), pool=None)
+    ctx.dataset_servers = {DECODE.name: {"warm", "eager"}, STARTUP.name: {"cold", "warm", "eager"}}
+    ctx._current_sid = "vl-eager"
+    ctx.record(SUMMARY, {"metric": "m", "unit": "s", "default": 1.0, "eager": 2.0, "eager_vs_default": 2.0},
+               derived_from=(STARTUP, DECODE))
+    assert ctx.dataset_servers[SUMMARY.name] == {"cold", "warm", "eager", "vl-eager"}

@@ -226,4 +226,5 @@ class Eager(Experiment):
         for metric, (unit, default, eager, column) in pairs.items():
             if default and eager and not ctx.done(SUMMARY, metric=metric):
                 ctx.record(SUMMARY, {"metric": metric, "unit": unit, "default": default[column], "eager": eager[column],
-                                     "eager_vs_default": eager[column] / default[column]})
+                                     "eager_vs_default": eager[column] / default[column]},
+                           derived_from=(STARTUP, DECODE, MULTIMODAL))

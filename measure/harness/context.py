@@ -261,7 +261,14 @@ class RunContext:
             self._generators[key] = LoadGenerator(server.base_url, server.api_key, workers=workers)
         return self._generators[key]
 
-    def record(self, schema: DatasetSchema, row: dict) -> None:
+    def record(self, schema: DatasetSchema, row: dict, derived_from: tuple[DatasetSchema, ...] = ()) -> None:
+        """Stage one row. ``derived_from``: the datasets a computed row comes from; their servers are this
+        dataset's servers too (not only the one live when the row was computed)."""
+        for source in derived_from:
+            for sid in self.dataset_servers.get(source.name, set()):
+                if sid not in self.dataset_servers.get(schema.name, set()):
+                    self.dataset_servers.setdefault(schema.name, set()).add(sid)
+                    self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
         self.staging.append(schema, row)
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
         if self._current_sid is None and schema.name not in self.dataset_servers:
