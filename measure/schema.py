@@ -7,7 +7,6 @@ line and column named, so a bad measurement never reaches a page silently.
 from __future__ import annotations
 
 import csv
-import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,19 +160,13 @@ class DatasetSchema:
                 header = next(reader)
             except StopIteration:
                 raise SchemaError(f"{path}:1: empty file, expected header {','.join(self.header)}") from None
-            added = [c for c in self.columns if c.name not in header and c.nullable]
-            if older and added and header == [c for c in self.header if c not in {a.name for a in added}]:
-                rows = [dict(zip(header, cells, strict=True)) for cells in reader if cells]
-                text = io.StringIO()
-                writer = csv.writer(text, lineterminator="\n")
-                writer.writerow(self.header)
-                writer.writerows([row.get(c, "") for c in self.header] for row in rows)
-                upgraded = Path(path).with_name(f".{Path(path).name}.upgraded")
-                upgraded.write_text(text.getvalue(), encoding="utf-8")
-                try:
-                    return self.read(upgraded)
-                finally:
-                    upgraded.unlink(missing_ok=True)
+            added = {c.name for c in self.columns if c.name not in header and c.nullable}
+            if older and added and header == [c for c in self.header if c not in added]:
+                # Written before those nullable columns existed: each row gets them empty, in the schema's order.
+                written = header
+                reader = ([dict(zip(written, cells, strict=True)).get(c, "") for c in self.header]
+                          if len(cells) == len(written) else cells for cells in reader)  # a bad row fails below
+                header = self.header
             if header != self.header:
                 missing = [c for c in self.header if c not in header]
                 unknown = [c for c in header if c not in self.by_column]

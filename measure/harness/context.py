@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,27 @@ def server_args(spec: ServerSpec, profile: Profile) -> tuple[str, ...]:
     return tuple(profile.server_args) + tuple(spec.args) + tuple(shared)
 
 
+def colocated_group(spec: ServerSpec, upcoming: list[ServerSpec], profile: Profile, ident) -> list[ServerSpec]:
+    """``spec`` and the servers the run asks for right after it that may start beside it on one device, up to
+    ``Profile.colocate``. ``ident(spec)`` names a server (None: one this run cannot start); equal names are one."""
+    group = [spec]
+    names = [ident(s) for s in upcoming]
+    if not shares_device(spec, profile) or ident(spec) not in names:
+        return group
+    seen = {ident(spec)}
+    position = names.index(ident(spec))
+    for other, name in zip(upcoming[position + 1:], names[position + 1:], strict=True):
+        if len(group) >= profile.colocate or name is None:
+            break
+        if name in seen:
+            continue
+        if not shares_device(other, profile):
+            break  # it needs the device to itself: servers started now would be stopped before their turn
+        group.append(other)
+        seen.add(name)
+    return group
+
+
 def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
     """A name for one server configuration: its label, its model and a digest of everything on its command line
     and in its environment, the profile's flags included. (The profile's flags were once left out: when the GPU
@@ -49,10 +69,6 @@ def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
 
 class RoleNotAttached(LookupError):
     """Attach mode: no server was given for a model role an experiment step needs."""
-
-
-# What vLLM logs once it has sized its KV cache (kv_cache_utils): a facts-only start ends here.
-FACTS_LOGGED = "Maximum concurrency for"
 
 
 @dataclass
@@ -93,24 +109,8 @@ class ServerPool:
 
     def group_for(self, spec: ServerSpec) -> list[ServerSpec]:
         """``spec`` and the servers asked for right after it that may share the device with it."""
-        group = [spec]
-        if not shares_device(spec, self.profile):
-            return group
-        sids = [self.sid(s) if s.model_role in self.profile.models else None for s in self.upcoming]
-        if self.sid(spec) not in sids:
-            return group
-        seen = {self.sid(spec)}
-        for other, other_sid in zip(self.upcoming[sids.index(self.sid(spec)) + 1:],
-                                    sids[sids.index(self.sid(spec)) + 1:], strict=True):
-            if len(group) >= self.profile.colocate or other_sid is None:
-                break
-            if other_sid in seen:
-                continue
-            if not shares_device(other, self.profile):
-                break  # it needs the device to itself: servers started now would be stopped before their turn
-            group.append(other)
-            seen.add(other_sid)
-        return group
+        return colocated_group(spec, self.upcoming, self.profile,
+                               lambda s: self.sid(s) if s.model_role in self.profile.models else None)
 
     def start_together(self, group: list[ServerSpec], staging: Staging) -> None:
         started = []
@@ -124,10 +124,8 @@ class ServerPool:
             started.append((spec, sid, model, env, server))
         for spec, sid, model, env, server in started:
             try:
-                if spec.facts_only:
-                    self._facts_only(server)
-                else:
-                    srv.wait_ready(server, self.profile.startup_timeout_s)
+                srv.wait_ready(server, self.profile.startup_timeout_s,
+                               until_logged=srv.KV_CACHE_SIZED if spec.facts_only else None)
             except srv.ServerFailed as exc:
                 self.failed[sid] = exc
                 console.print(f"  [yellow]{sid} did not start[/]: {exc.reason[:200]}")
@@ -139,19 +137,6 @@ class ServerPool:
             if spec.facts_only:
                 server.stop()
             self.live[sid] = server
-
-    def _facts_only(self, server: srv.Server) -> None:
-        """Wait until vLLM has logged its KV cache size (or is ready, or fails), then parse the log."""
-        deadline = server.spawned_at + self.profile.startup_timeout_s
-        while FACTS_LOGGED not in server.log_text():
-            if server.process.poll() is not None:
-                raise srv._failure(server, f"vLLM exited with code {server.process.returncode} while starting")
-            if time.monotonic() > deadline:
-                server.stop()
-                raise srv._failure(server, f"vLLM had not sized its KV cache after {self.profile.startup_timeout_s:.0f} s")
-            time.sleep(0.5)
-        time.sleep(1.0)  # the lines after it (encoder budget, concurrency) are written in the same breath
-        server.facts = srv.parse_startup(server.log_text())
 
     def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int) -> None:
         local = lambda text: srv.portable(str(text), self.python)  # noqa: E731 - provenance names no local path
@@ -264,11 +249,10 @@ class RunContext:
     def record(self, schema: DatasetSchema, row: dict, derived_from: tuple[DatasetSchema, ...] = ()) -> None:
         """Stage one row. ``derived_from``: the datasets a computed row comes from; their servers are this
         dataset's servers too (not only the one live when the row was computed)."""
-        for source in derived_from:
-            for sid in self.dataset_servers.get(source.name, set()):
-                if sid not in self.dataset_servers.get(schema.name, set()):
-                    self.dataset_servers.setdefault(schema.name, set()).add(sid)
-                    self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
+        inherited = set().union(*(self.dataset_servers.get(s.name, set()) for s in derived_from))
+        if not inherited <= self.dataset_servers.get(schema.name, set()):
+            self.dataset_servers[schema.name] = self.dataset_servers.get(schema.name, set()) | inherited
+            self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
         self.staging.append(schema, row)
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
         if self._current_sid is None and schema.name not in self.dataset_servers:

@@ -16,7 +16,7 @@ from rich.table import Table
 from measure.experiment import STARTUP, Experiment, get
 from measure.harness import provenance as prov
 from measure.harness import server as srv
-from measure.harness.context import RunContext, ServerPool, console, server_id, shares_device
+from measure.harness.context import RunContext, ServerPool, colocated_group, console, server_id, shares_device
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
@@ -128,10 +128,8 @@ def startup_estimate(profile: Profile, published: Path) -> tuple[float, str]:
     """Seconds one start-up takes here: the median of this environment's start-up table, else a guess."""
     path = published / STARTUP.file_name
     if path.is_file():
-        import pandas as pd
-
-        times = pd.read_csv(path).get("startup_s")
-        if times is not None and times.notna().any():
+        times = STARTUP.read(path, older=True)["startup_s"]
+        if times.notna().any():
             return float(times.median()), f"median of {times.notna().sum()} start-ups in {path.parent.name}"
     return (60.0 if profile.name == "cpu" else 150.0), "a guess: this environment has no start-up table yet"
 
@@ -164,17 +162,9 @@ def start_events(specs: list, profile: Profile) -> list[list]:
     groups: list[list] = []
     live: set = set()
     for spec in specs:
-        if spec.key in live:
-            continue
-        group = [spec]
-        if shares_device(spec, profile):
-            for other in specs[specs.index(spec) + 1:]:
-                if len(group) >= profile.colocate or not shares_device(other, profile):
-                    break
-                if other.key not in {g.key for g in group}:
-                    group.append(other)
-        groups.append(group)
-        live = {g.key for g in group}
+        if spec.key not in live:
+            groups.append(colocated_group(spec, specs, profile, lambda s: s.key))
+            live = {g.key for g in groups[-1]}
     return groups
 
 

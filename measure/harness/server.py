@@ -244,8 +244,13 @@ def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, 
     return server
 
 
-def wait_ready(server: Server, timeout_s: float, on_wait=None) -> Server:
-    """Wait until a spawned server answers ``/health``; stop it and raise ServerFailed if it exits or times out."""
+# What vLLM logs once it has sized its KV cache (kv_cache_utils): a start that wants only its facts can end there.
+KV_CACHE_SIZED = "Maximum concurrency for"
+
+
+def wait_ready(server: Server, timeout_s: float, on_wait=None, until_logged: str | None = None) -> Server:
+    """Wait until a spawned server answers ``/health`` (or, with ``until_logged``, until its log holds that text:
+    then it keeps no start-up time); stop it and raise ServerFailed if it exits or times out."""
     process, started = server.process, server.spawned_at
     try:
         deadline = started + timeout_s
@@ -258,20 +263,26 @@ def wait_ready(server: Server, timeout_s: float, on_wait=None) -> Server:
             if engine_failed_at is not None and time.monotonic() - engine_failed_at > ENGINE_EXIT_GRACE_S:
                 raise _failure(server, f"vLLM's engine failed to start and the server had not exited "
                                        f"{ENGINE_EXIT_GRACE_S:.0f} s later")
-            try:
-                if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
+            if until_logged is not None:
+                if until_logged in server.log_text():
+                    time.sleep(1.0)  # the facts after it (encoder budget, concurrency) are written in the same breath
                     break
-            except httpx.HTTPError:
-                pass
+            else:
+                try:
+                    if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
             if time.monotonic() > deadline:
-                raise _failure(server, f"vLLM was not healthy after {timeout_s:.0f} s")
+                raise _failure(server, f"vLLM was not {'healthy' if until_logged is None else 'past ' + repr(until_logged)}"
+                                       f" after {timeout_s:.0f} s")
             if on_wait:
                 on_wait(time.monotonic() - started)
             time.sleep(1.0)
     except BaseException:
         server.stop()
         raise
-    server.startup_s = round(time.monotonic() - started, 1)
+    server.startup_s = round(time.monotonic() - started, 1) if until_logged is None else None
     server.facts = parse_startup(server.log_text())
     return server
 
