@@ -1,6 +1,6 @@
 import pytest
 
-from measure.schema import UnknownName
+from measure.schema import SchemaError, UnknownName
 from measure.site.claims import ClaimRenderer, format_number
 
 
@@ -127,3 +127,30 @@ def test_a_point_outside_its_own_spread_fails_the_build(fixture_root):
         render(_eager_store(fixture_root, 6500.0)).chart(
             "eager.decode", x="concurrency", y="output_tok_s", color="mode", kind="bar",
             spread=("output_tok_s_min", "output_tok_s_max"))
+
+
+def test_compare_renders_the_ratio_of_two_named_values_and_fails_when_the_sentence_stops_holding(store):
+    r = render(store, "zh")
+    r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B", batch_size=4,
+            encoding_format="float", key="ours")
+    r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, key="article")
+    ours, article = r.numbers["ours"], r.numbers["article"]
+    assert ours < article  # the fixture's premise: ours (12,346) below the article's (21,900)
+    html = r.compare("ours", "<", "article")
+    assert f"{ours / article:.2f} 倍" in html and r.claims[-1].status == "measured"
+    assert r.compare("ours", "<", "article", show=False) == ""
+    with pytest.raises(SchemaError, match="ours .* is larger than article"):
+        r.compare("ours", ">", "article")
+    with pytest.raises(UnknownName, match="no number named 'nope'"):
+        r.compare("ours", "<", "nope")
+    with pytest.raises(UnknownName, match="relation"):
+        r.compare("ours", "smaller", "article")
+
+
+def test_compare_with_an_unmeasured_side_is_not_measured_not_a_pass(store):
+    r = render(store)
+    r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024, encoding_format="float",
+            model="tiny-Qwen3-Embedding-0.6B", key="missing")
+    r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, key="article")
+    assert "Not measured" in r.compare("missing", ">", "article")
+    assert r.claims[-1].status == "not_measured"

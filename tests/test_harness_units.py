@@ -579,3 +579,17 @@ def test_a_derived_row_names_the_servers_of_the_datasets_it_comes_from(tmp_path)
     ctx.record(SUMMARY, {"metric": "m", "unit": "s", "default": 1.0, "eager": 2.0, "eager_vs_default": 2.0},
                derived_from=(STARTUP, DECODE))
     assert ctx.dataset_servers[SUMMARY.name] == {"cold", "warm", "eager", "vl-eager"}
+
+
+def test_a_failed_start_is_reported_by_its_root_cause_not_vllms_generic_last_line(tmp_path):
+    """vLLM 0.26.0 on an H200 with --limit-mm-per-prompt '{"image":0}': the last line only says "see root cause
+    above"; the row and the console must carry the AttributeError it points at."""
+    from measure.harness import server as srv
+
+    log = tmp_path / "vl.log"
+    log.write_text((FIXTURES / "logs" / "gpu-0.26.0-qwen3-vl-image-0-failed.log").read_text())
+    server = srv.Server.__new__(srv.Server)
+    server.command, server.log_path = ["python", "-m", "vllm.entrypoints.openai.api_server"], log
+    failure = srv._failure(server, "vLLM exited during start-up")
+    assert failure.reason.startswith("AttributeError: 'NoneType' object has no attribute 'size'"), failure.reason
+    assert "See root cause above" in failure.log

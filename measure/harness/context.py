@@ -129,6 +129,7 @@ class ServerPool:
             except srv.ServerFailed as exc:
                 self.failed[sid] = exc
                 console.print(f"  [yellow]{sid} did not start[/]: {exc.reason[:200]}")
+                self._record(sid, model, env, server, staging, together=len(group), failed=exc.reason)
                 continue
             kv = server.facts.kv_cache_tokens
             console.print(f"  {sid}: " + ("facts logged" if spec.facts_only else f"ready in {server.startup_s:.0f} s")
@@ -138,17 +139,23 @@ class ServerPool:
                 server.stop()
             self.live[sid] = server
 
-    def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int) -> None:
+    def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int,
+                failed: str | None = None) -> None:
+        """The server's provenance (its full command even when it ``failed`` to start: that is the finding) and,
+        if it started, its start-up row."""
         local = lambda text: srv.portable(str(text), self.python)  # noqa: E731 - provenance names no local path
         record = {
             "model": model.name, "model_path": local(model.path), "architecture": model.architecture,
             "weights": model.weights, "command": [local(a) for a in server.command],
             "env": {k: local(v) for k, v in env.items()},
-            "vllm": server.version() if server.startup_s else server.facts.version,
-            "startup": server.facts.as_dict(), "startup_s": server.startup_s, "started_together": together,
-        }
+            "vllm": None if failed else server.version() if server.startup_s else server.facts.version,
+            "startup": None if failed else server.facts.as_dict(), "startup_s": None if failed else server.startup_s,
+            "started_together": together,
+        } | ({"started": False, "error": local(failed)} if failed else {})
         self.records[sid] = record
         staging.note("servers", sid, record)  # an interrupted run resumed elsewhere still knows this server
+        if failed:
+            return
         staging.append(STARTUP, {
             "server": sid, "model": model.name, "weights": model.weights,
             **{k: v for k, v in server.facts.as_dict().items() if k != "version"}, "startup_s": server.startup_s,
@@ -227,7 +234,11 @@ class RunContext:
         return self.pool.has(role)
 
     def server(self, spec: ServerSpec) -> srv.Server:
-        self._current_sid, server = self.pool.get(spec, self.staging)
+        try:
+            self._current_sid, server = self.pool.get(spec, self.staging)
+        except srv.ServerFailed:
+            self._current_sid = self.pool.sid(spec)  # a row about a failed start names the server that failed
+            raise
         return server
 
     def client(self, server: srv.Server) -> Client:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -168,6 +169,39 @@ def start_events(specs: list, profile: Profile) -> list[list]:
     return groups
 
 
+def planning_target(published: Path, hw: dict, sw: dict, opts: RunOptions) -> tuple[dict, RunOptions]:
+    """What a dry run fingerprints with. Planning for another machine's environment (its GPUs differ from this
+    one's) takes the software versions and GPU memory that environment recorded, so "skip"/"will run" and the
+    staged rows' check come out as they will there."""
+    path = published / "provenance.json"
+    if not path.is_file():
+        return sw, opts
+    recorded = json.loads(path.read_text())
+    gpus = [g for g in (recorded.get("hardware") or {}).get("gpus") or []]
+    if [g.get("name") for g in gpus] == [g.get("name") for g in hw.get("gpus") or []]:
+        return sw, opts
+    software = recorded.get("software") or sw
+    console.print(f"[dim]planning for {published.name} with what it recorded: vLLM {software.get('vllm')}, torch "
+                  f"{software.get('torch')}" + (f", {gpus[0].get('memory_mib')} MiB a GPU" if gpus else "") + "[/]")
+    if gpus and "gpu_memory_gib" in opts.profile.sizes:  # as profiles.pick computes it on the device
+        sizes = opts.profile.sizes | {"gpu_memory_gib": round(gpus[0]["memory_mib"] / 1024, 1)}
+        opts = dataclasses.replace(opts, profile=dataclasses.replace(opts.profile, sizes=sizes))
+    return software, opts
+
+
+def warn_unresumable(staging: Staging, instances: list[Experiment], prints: dict[str, str]) -> None:
+    """Say now, not on the device, when staged rows cannot be resumed by this code (the run would refuse them)."""
+    previous = staging.run_record()
+    if not staging.staged_files() or previous is None:
+        return
+    for exp in instances:
+        old = (previous.get("fingerprints") or {}).get(exp.name)
+        if old and old != prints[exp.name] and any(staging.csv_path(d).is_file() for d in exp.datasets):
+            console.print(f"[yellow]{exp.name}: the rows staged in {staging.dir} were measured with other inputs "
+                          f"(fingerprint {old} then, {prints[exp.name]} now); --resume will refuse them: run with "
+                          "--fresh, or remove that folder before carrying it[/]")
+
+
 def run(opts: RunOptions) -> list[str]:
     data_root = (opts.data_root or default_data_root()).resolve()
     instances = order_by_server([get(name)() for name in opts.experiments], opts.profile)
@@ -185,6 +219,8 @@ def run(opts: RunOptions) -> list[str]:
                          "digits, '.', '_', '-'; no '/' or '..')")
     sw = prov.software(opts.vllm_python)
     published = data_root / env_name
+    if opts.dry_run:
+        sw, opts = planning_target(published, hw, sw, opts)
     prints, reasons = {}, {}
     for exp in instances:
         prints[exp.name] = fingerprint(exp, opts.profile, sw)
@@ -193,6 +229,7 @@ def run(opts: RunOptions) -> list[str]:
             "will run: --force" if opts.force else "will run: new or changed inputs")
     if opts.dry_run:
         print_plan(instances, opts.profile, env_name, reasons, published)
+        warn_unresumable(Staging(data_root, env_name), instances, prints)
         return []
     for exp in list(instances):
         if reasons[exp.name].startswith("skip"):

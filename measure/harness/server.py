@@ -53,6 +53,9 @@ ENGINE_START_FAILED = ("EngineCore failed to start", "Engine core initialization
 ENGINE_EXIT_GRACE_S = 30.0
 
 
+EXCEPTION_LINE = re.compile(r"\b\w+(?:Error|Exception): ")
+
+
 class ServerFailed(RuntimeError):
     """vLLM exited or never became healthy; the message carries the log's tail and the log path."""
 
@@ -291,7 +294,11 @@ def _failure(server: Server, what: str) -> ServerFailed:
     log = server.log_text()
     lines = log.splitlines()
     errors = [line for line in lines if "Error" in line or "ERROR" in line]
-    reason = (errors[-1] if errors else what).strip()
+    # vLLM's last line ("Engine core initialization failed. See root cause above") names no cause: prefer the
+    # exception it points at, without the process prefix.
+    causes = [line for line in errors if EXCEPTION_LINE.search(line) and "See root cause above" not in line]
+    reason = (causes[-1] if causes else errors[-1] if errors else what).strip()
+    reason = re.sub(r"^\(\w+ pid=\d+\)\s*", "", reason)
     tail = "\n".join(lines[-25:])
     message = (
         f"{what}.\ncommand: {' '.join(server.command)}\nlog: {server.log_path}\n--- last lines ---\n{tail}\n"

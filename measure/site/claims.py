@@ -65,6 +65,15 @@ TEXT = {
 
 STATUSES = ("measured", "cited", "not_measured", "unconfirmed")
 
+# What a sentence may say of two numbers (left / right = ratio), and the test the data must pass.
+RELATIONS = {
+    "<": (lambda r: r < 1, "smaller than"),
+    ">": (lambda r: r > 1, "larger than"),
+    "<<": (lambda r: r <= 2 / 3, "a third or more below"),
+    ">>": (lambda r: r >= 1.5, "half again or more above"),
+    "≈": (lambda r: abs(r - 1) <= 0.1, "within 10 % of"),
+}
+
 
 def t(key: str, lang: str) -> str:
     return TEXT[key][lang]
@@ -122,8 +131,16 @@ class ClaimRenderer:
     page: str
     data_url: str = "data/"  # URL of the data root relative to the page
     claims: list[Claim] = field(default_factory=list)
+    numbers: dict[str, float | None] = field(default_factory=dict)  # value key → its number, for compare()
 
     # ---- helpers -------------------------------------------------------------------------
+    def _remember(self, key: str, number) -> None:
+        """A value's number under its claim key, for ``compare`` further down the page."""
+        if hasattr(number, "item"):
+            number = number.item()
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            self.numbers[key] = float(number)
+
     def _record(self, **kw) -> Claim:
         claim = Claim(page=self.page, **kw)
         self.claims.append(claim)
@@ -214,6 +231,7 @@ class ClaimRenderer:
             saturated = bool(reason)
             self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
                          detail=reason or candidate.name)
+            self._remember(claim_key, number)
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
@@ -223,7 +241,37 @@ class ClaimRenderer:
             )
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
+        self.numbers[claim_key] = None
         return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
+        """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence
+        says of them: ``<``/``>`` (smaller/larger), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within
+        10 %). A sentence the data stop supporting fails the build; ``show=False`` checks without printing."""
+        if relation not in RELATIONS:
+            raise UnknownName(f"{self.page}: compare relation {relation!r}; use one of {', '.join(RELATIONS)}")
+        for name in (left, right):
+            if name not in self.numbers:
+                raise UnknownName(f"{self.page}: compare({left!r}, {relation!r}, {right!r}): no number named {name!r}"
+                                  " earlier on this page (give the value key=...)")
+        a, b = self.numbers[left], self.numbers[right]
+        key = f"compare:{left}{relation}{right}"
+        if a is None or b is None:
+            self._record(key=key, kind="compare", status="not_measured", detail=f"{left} {relation} {right}")
+            return self.badge("not_measured", f"{left} {relation} {right}") if show else ""
+        if b == 0:
+            raise SchemaError(f"{self.page}: compare({left!r}, {relation!r}, {right!r}): {right} is 0")
+        ratio = a / b
+        holds, meaning = RELATIONS[relation]
+        if not holds(ratio):
+            raise SchemaError(f"{self.page}: the text says {left} ({a:g}) is {meaning} {right} ({b:g}), but the ratio is"
+                              f" {ratio:.3g}; rewrite the sentence or re-check the data")
+        self._record(key=key, kind="compare", status="measured", detail=f"{ratio:.3g}")
+        if not show:
+            return ""
+        unit = " 倍" if self.lang == "zh" else "×"
+        return (f'<span class="claim-value claim-compare" title="{title_attr_value(f"{left} / {right}")}">'
+                f"{html.escape(format_number(ratio, self.lang, digits))}{unit}</span>")
 
     def row_reasons(self, schema: DatasetSchema, row, tolerance: dict | None) -> list[str]:
         """Why a row's figures are 未确认: a saturated load client, or a value outside the page's tolerance."""
@@ -455,6 +503,7 @@ class ClaimRenderer:
             "chart": self.chart,
             "unconfirmed": self.unconfirmed,
             "not_measured": self.not_measured,
+            "compare": self.compare,
         }
 
 

@@ -1,6 +1,6 @@
 """mkdocs-macros entry point: the claim vocabulary, bound to the page being rendered.
 
-Pages may call: value, table, chart, unconfirmed, not_measured, claims_status, reproduce.
+Pages may call: value, table, chart, unconfirmed, not_measured, compare, claims_status, reproduce.
 """
 
 from __future__ import annotations
@@ -28,11 +28,16 @@ REPRODUCE_TEXT = {
 def define_env(env):
     store = make_store()
 
+    current: dict = {}
+
     def renderer() -> ClaimRenderer:
+        """One renderer per page being rendered, so compare() sees the values named above it."""
         page = env.page
-        src = page.file.src_uri
-        lang = page_lang(src)
-        return ClaimRenderer(store, lang, src, data_url=data_url_for(page.url, lang))
+        if current.get("page") is not page:
+            src = page.file.src_uri
+            lang = page_lang(src)
+            current.update(page=page, renderer=ClaimRenderer(store, lang, src, data_url=data_url_for(page.url, lang)))
+        return current["renderer"]
 
     def bind(name):
         def call(*args, **kwargs):
@@ -42,7 +47,7 @@ def define_env(env):
         call.__doc__ = getattr(ClaimRenderer, name).__doc__
         return call
 
-    for name in ("value", "table", "chart", "unconfirmed", "not_measured"):
+    for name in ("value", "table", "chart", "unconfirmed", "not_measured", "compare"):
         env.macro(bind(name), name)
 
     def stashed(function):
