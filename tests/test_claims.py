@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from measure.schema import SchemaError, UnknownName
@@ -25,13 +27,28 @@ def test_cited_value_is_marked_cited(store):
     assert r.claims[-1].status == "cited"
 
 
-def test_missing_row_or_environment_renders_not_measured(store):
+def test_a_declared_gap_or_an_unmeasured_dataset_renders_not_measured(store):
     r = render(store, "zh")
     html = r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024, encoding_format="float",
-                   model="tiny-Qwen3-Embedding-0.6B")
+                   model="tiny-Qwen3-Embedding-0.6B", missing_ok=True)
     assert "未实测" in html and "claim-not-measured" in html
-    html = render(store).value("pooling.prefill_comparison", "tokens_per_s", path="embeddings")
+    html = render(store).value("pooling.prefill_comparison", "tokens_per_s", path="embeddings")  # published nowhere
     assert "Not measured" in html
+
+
+@pytest.mark.parametrize("call, why", [
+    # a selector value misspelt the same way in both languages
+    (lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024), "batch_size=1024 occurs in no"),
+    (lambda r: r.table("pooling.embedding_throughput", where={"encoding_format": "flaot"}), "encoding_format='flaot'"),
+    # each value exists, the combination does not: a stale sentence
+    (lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=4),
+     "is published in fixture-article but has no"),
+    # a misspelt environment
+    (lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", env="fixture-cpv", batch_size=4), "env 'fixture-cpv'"),
+])
+def test_a_claim_that_finds_nothing_in_published_data_fails_the_build(store, call, why):
+    with pytest.raises(UnknownName, match=re.escape(why)):
+        call(render(store))
 
 
 @pytest.mark.parametrize("call", [
@@ -150,7 +167,7 @@ def test_compare_renders_the_ratio_of_two_named_values_and_fails_when_the_senten
 def test_compare_with_an_unmeasured_side_is_not_measured_not_a_pass(store):
     r = render(store)
     r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024, encoding_format="float",
-            model="tiny-Qwen3-Embedding-0.6B", key="missing")
+            model="tiny-Qwen3-Embedding-0.6B", key="missing", missing_ok=True)
     r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, key="article")
     assert "Not measured" in r.compare("missing", ">", "article")
     assert r.claims[-1].status == "not_measured"

@@ -69,6 +69,24 @@ def test_typo_fails_the_build(tmp_path):
     assert "no column 'tokens_per_sec'" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("claim, why", [
+    ('value("multimodal.size_hint_gain", "kv_ratio", memory_condition="whole devise", max_model_len="4096")',
+     "memory_condition='whole devise' occurs in no environment's multimodal.size_hint_gain"),
+    ('value("multimodal.size_hint_gain", "kv_ratio", env="gpu-1x-nvidia-h20", memory_condition="whole device", '
+     'max_model_len="4096")', "env 'gpu-1x-nvidia-h20': no such environment"),
+])
+def test_a_misspelt_selector_or_environment_fails_the_build_against_the_committed_data(tmp_path, claim, why):
+    """The same typo in both languages used to render 未实测 quietly."""
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs)
+    for lang in ("zh", "en"):
+        page = docs / f"multimodal-measured.{lang}.md"
+        page.write_text(page.read_text() + "\n{{ " + claim + " }}\n")
+    result = build_site(REPO / "data", tmp_path / "site", docs_dir=docs, check=False, partial=False)
+    assert result.returncode != 0
+    assert why in result.stdout + result.stderr
+
+
 def test_csv_text_is_html_escaped(tmp_path):
     root = tmp_path / "data"
     shutil.copytree(REPO / "tests" / "fixtures" / "data", root)

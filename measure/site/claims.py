@@ -22,6 +22,10 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+
+
+class EmptySelection(UnknownName):
+    """A claim's selection found no row in a dataset that is published: a typo or a stale sentence."""
 from measure.store import Environment, Store, select
 
 LANGS = ("zh", "en")
@@ -198,10 +202,13 @@ class ClaimRenderer:
         scale: float = 1.0,
         key: str | None = None,
         tolerance: dict | None = None,
+        missing_ok: bool = False,
         **where,
     ) -> str:
         """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
-        ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside."""
+        ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside.
+        A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
+        fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
@@ -211,6 +218,7 @@ class ClaimRenderer:
         self._check_tolerance(schema, tolerance)
         claim_key = key or f"{dataset}:{column}" + "".join(f"[{k}={v}]" for k, v in sorted(where.items()))
         envs = self.store.sources(dataset, env=env, cited=(source == "cited"))
+        self._check_selector_values(dataset, where, missing_ok)
         for candidate in envs:
             if not self._usable(candidate, dataset):
                 continue
@@ -239,6 +247,7 @@ class ClaimRenderer:
                 f'<span class="claim-value {css}" title="{title_attr_value(self.provenance_text(candidate, dataset))}">'
                 f"{html.escape(text)}</span>{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
+        self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
         self.numbers[claim_key] = None
@@ -272,6 +281,29 @@ class ClaimRenderer:
         unit = " 倍" if self.lang == "zh" else "×"
         return (f'<span class="claim-value claim-compare" title="{title_attr_value(f"{left} / {right}")}">'
                 f"{html.escape(format_number(ratio, self.lang, digits))}{unit}</span>")
+
+    def _fail_if_published(self, dataset: str, envs: list[Environment], what: str, missing_ok: bool) -> None:
+        """A claim that found nothing in a dataset these environments do publish is an error, not 未实测."""
+        usable = [e.name for e in envs if self._usable(e, dataset)]
+        if usable and not missing_ok and not self.store.partial:
+            raise EmptySelection(
+                f"{self.page}: {dataset} is published in {', '.join(usable)} but has no {what}; fix the selector, "
+                "or declare the gap on purpose with missing_ok=True (it then renders 未实测)")
+
+    def _check_selector_values(self, dataset: str, where: dict, missing_ok: bool) -> None:
+        """Each selector value must occur in some environment's rows of ``dataset`` (a value misspelt the same way
+        in both languages would otherwise render 未实测 quietly)."""
+        if missing_ok or not where or self.store.partial:
+            return
+        frames = [self.store.frame(e, dataset) for e in self.store.sources(dataset)]
+        if not frames:
+            return
+        for column, wanted in where.items():
+            seen = pd.concat([f[column] for f in frames]).dropna().unique().tolist()
+            if wanted not in seen:
+                shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in sorted(seen, key=str)[:12])
+                raise UnknownName(f"{self.page}: {column}={wanted!r} occurs in no environment's {dataset} "
+                                  f"(it has: {shown}); a typo? missing_ok=True declares a row still to come")
 
     def row_reasons(self, schema: DatasetSchema, row, tolerance: dict | None) -> list[str]:
         """Why a row's figures are 未确认: a saturated load client, or a value outside the page's tolerance."""
@@ -317,17 +349,22 @@ class ClaimRenderer:
         self._record(key=key, kind="not_measured", status="not_measured", detail=what)
         return self.badge("not_measured", what)
 
-    def _frames(self, dataset: str, env: str | None, where: dict) -> list[tuple[Environment, pd.DataFrame]]:
+    def _frames(self, dataset: str, env: str | None, where: dict,
+                missing_ok: bool = False) -> list[tuple[Environment, pd.DataFrame]]:
         schema = self.store.schema(dataset)
         for name in where:
             schema.column(name)
+        self._check_selector_values(dataset, where, missing_ok)
         out = []
-        for candidate in self.store.sources(dataset, env=env):
+        envs = self.store.sources(dataset, env=env)
+        for candidate in envs:
             if not self._usable(candidate, dataset):
                 continue
             rows = select(self.store.frame(candidate, dataset), schema, where)
             if len(rows):
                 out.append((candidate, rows))
+        if not out:
+            self._fail_if_published(dataset, envs, f"row where {where}" if where else "row", missing_ok)
         return out
 
     def _summary_status(self, frames) -> str:
@@ -346,6 +383,7 @@ class ClaimRenderer:
         digits: dict | None = None,
         key: str | None = None,
         tolerance: dict | None = None,
+        missing_ok: bool = False,
     ) -> str:
         """All matching rows of every environment (ours and cited) in one table, one source column; rows outside
         ``tolerance`` or measured by a saturated client carry a 未确认 mark with the reason."""
@@ -357,7 +395,7 @@ class ClaimRenderer:
         for name in list(labels) + list(digits):
             schema.column(name)
         self._check_tolerance(schema, tolerance)
-        frames = self._frames(dataset, env, where)
+        frames = self._frames(dataset, env, where, missing_ok)
         claim_key = key or f"{dataset}:table"
         status = self._summary_status(frames)
         self._record(key=claim_key, kind="table", status=status, dataset=dataset,
@@ -409,6 +447,7 @@ class ClaimRenderer:
         labels: dict | None = None,
         key: str | None = None,
         spread: tuple[str, str] | None = None,
+        missing_ok: bool = False,
     ) -> str:
         """A plotly chart drawn from every environment that holds the dataset; cited series dashed. ``spread``
         names the columns of each point's lowest and highest repeat (drawn as error bars). A bar chart's x axis is
@@ -425,7 +464,7 @@ class ClaimRenderer:
                 raise UnknownName(f"spread= names two columns (lowest, highest), not {spread!r}")
             for name in spread:
                 schema.column(name)
-        frames = self._frames(dataset, env, where or {})
+        frames = self._frames(dataset, env, where or {}, missing_ok)
         claim_key = key or f"{dataset}:chart:{x}:{y}"
         status = self._summary_status(frames)
         self._record(key=claim_key, kind="chart", status=status, dataset=dataset,
