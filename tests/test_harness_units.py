@@ -593,3 +593,21 @@ def test_a_failed_start_is_reported_by_its_root_cause_not_vllms_generic_last_lin
     failure = srv._failure(server, "vLLM exited during start-up")
     assert failure.reason.startswith("AttributeError: 'NoneType' object has no attribute 'size'"), failure.reason
     assert "See root cause above" in failure.log
+
+
+def test_other_load_generators_exports_are_read_under_vllms_names():
+    """AIPerf's "inter chunk latency" is vLLM's ITL and its "inter token latency" vLLM's TPOT; GuideLLM's "inter
+    token latency" is vLLM's TPOT and it keeps no per-chunk times (recorded exports, 512 requests × 128 tokens)."""
+    import json
+
+    from measure.harness.external import parse_aiperf, parse_guidellm
+
+    a = parse_aiperf(json.loads((FIXTURES / "loadgens" / "aiperf-0.13.0-synthetic.json").read_text()), "aiperf …", 1.2, 7.0)
+    assert (a.tool, a.version, a.output_tokens_mean) == ("AIPerf", "0.13.0", 128.0)
+    assert a.request_per_s == pytest.approx(429.49, rel=1e-3) and a.output_tok_s == pytest.approx(54974, rel=1e-3)
+    assert a.ttft_median_ms == pytest.approx(63.80, rel=1e-3) and a.itl_median_ms == 0.0
+    g = parse_guidellm(json.loads((FIXTURES / "loadgens" / "guidellm-0.8.1-synthetic.json").read_text()), "g …", 1.4, 14)
+    assert (g.tool, g.version, g.itl_median_ms) == ("GuideLLM", "0.8.1", None)
+    assert g.request_per_s == pytest.approx(512 / 1.9282, rel=1e-3)  # completed requests over its own duration
+    assert g.output_tok_s == pytest.approx(512 * 128 / 1.9282, rel=1e-3)
+    assert g.tpot_median_ms == pytest.approx(0.0904, rel=1e-2) and g.ttft_median_ms == pytest.approx(134.94, rel=1e-3)

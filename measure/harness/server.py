@@ -43,7 +43,8 @@ def portable(text: str, python: str | None = None) -> str:
     ran vLLM is ``python``, an installed package's folder is ``<site-packages>/``."""
     if python:
         text = text.replace(python, "python")
-    return _SITE_PACKAGES.sub("<site-packages>/", checkout_relative(text.replace(sys.executable, "python")))
+    # packages first: a virtualenv inside the checkout would otherwise read "<repo><site-packages>/"
+    return checkout_relative(_SITE_PACKAGES.sub("<site-packages>/", text.replace(sys.executable, "python")))
 
 
 # What vLLM logs when its engine cannot start. The API server usually exits soon after; when a worker hangs

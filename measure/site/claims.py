@@ -22,11 +22,12 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+from measure.store import Environment, Store, select
 
 
 class EmptySelection(UnknownName):
     """A claim's selection found no row in a dataset that is published: a typo or a stale sentence."""
-from measure.store import Environment, Store, select
+
 
 LANGS = ("zh", "en")
 BABEL_LOCALE = {"zh": "zh_Hans_CN", "en": "en_US"}
