@@ -143,7 +143,8 @@ class Store:
     def frame(self, env: Environment, dataset: str) -> pd.DataFrame:
         cache_key = (env.name, dataset)
         if cache_key not in self._frames:
-            self._frames[cache_key] = self.schema(dataset).read(env.csv_path(dataset))
+            # a table written before a nullable column existed reads with it empty; the next run rewrites it whole
+            self._frames[cache_key] = self.schema(dataset).read(env.csv_path(dataset), older=True)
         return self._frames[cache_key]
 
     def sources(self, dataset: str, env: str | None = None, cited: bool | None = None) -> list[Environment]:

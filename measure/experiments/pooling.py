@@ -21,6 +21,8 @@ THROUGHPUT = DatasetSchema(
         Column("encoding_format", "str", doc="float | base64"),
         Column("tokens_per_input", "float", "tokens", "mean prompt tokens per input (usage)", nullable=True),
         Column("tokens_per_s", "float", "tok/s", "prompt tokens / request latency, median over repeats"),
+        Column("tokens_per_s_min", "float", "tok/s", "slowest timed repeat", nullable=True),
+        Column("tokens_per_s_max", "float", "tok/s", "fastest timed repeat", nullable=True),
         Column("latency_ms", "float", "ms", "median request latency", nullable=True),
         Column("repeats", "int", "", "timed repeats (warm-up excluded)", nullable=True),
         Column("warmup", "int", "", "untimed warm-up requests", nullable=True),
@@ -35,7 +37,11 @@ PREFILL = DatasetSchema(
         Column("path", "str", doc="embeddings | prefill (completions, max_tokens=1)"),
         Column("model", "str"),
         Column("batch_size", "int", "inputs", nullable=True),
-        Column("tokens_per_s", "float", "tok/s"),
+        Column("tokens_per_s", "float", "tok/s", "median over repeats (embeddings: the embedding_throughput row of "
+               "float at this batch, the same measurement)"),
+        Column("tokens_per_s_min", "float", "tok/s", "slowest timed repeat", nullable=True),
+        Column("tokens_per_s_max", "float", "tok/s", "fastest timed repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats", nullable=True),
     ),
 )
 RERANK = DatasetSchema(
@@ -125,17 +131,21 @@ class Pooling(Experiment):
                 for fmt, batch in points:
                     ctx.record(THROUGHPUT, self.embed_point(ctx, client, model, texts[:batch], fmt, sizes))
                     bar.advance(task)
-            if needs_prefill_row:
-                row = self.embed_point(ctx, client, model, texts[:biggest], "float", sizes)
+            if needs_prefill_row:  # the same point as the throughput row of float at this batch: not measured twice
+                row = next((r for r in ctx.staging.rows(THROUGHPUT) if r["model"] == model.name
+                            and r["batch_size"] == biggest and r["encoding_format"] == "float"), None) \
+                    or self.embed_point(ctx, client, model, texts[:biggest], "float", sizes)  # published earlier
                 ctx.record(PREFILL, {"path": "embeddings", "model": model.name, "batch_size": biggest,
-                                     "tokens_per_s": row["tokens_per_s"]})
+                                     **{k: row[k] for k in ("tokens_per_s", "tokens_per_s_min", "tokens_per_s_max",
+                                                            "repeats")}})
         if ctx.has("chat") and not ctx.done(PREFILL, path="prefill"):
             server = ctx.server(chat)
             client = ctx.client(server)
             results = self.repeat(ctx, lambda: client.completion(texts[:biggest], max_tokens=1))
             rates = [r.prompt_tokens / r.e2e_s for r in results]
             ctx.record(PREFILL, {"path": "prefill", "model": ctx.model("chat").name, "batch_size": biggest,
-                                 "tokens_per_s": statistics.median(rates)})
+                                 "tokens_per_s": statistics.median(rates), "tokens_per_s_min": min(rates),
+                                 "tokens_per_s_max": max(rates), "repeats": len(rates)})
         if ctx.has("reranker"):
             self.run_rerank(ctx, rerank)
 
@@ -159,7 +169,8 @@ class Pooling(Experiment):
             "batch_size": len(inputs),
             "encoding_format": fmt,
             "tokens_per_input": timed[0].prompt_tokens / len(inputs),
-            "tokens_per_s": median(r.prompt_tokens / r.e2e_s for r in timed),
+            "tokens_per_s": median(rates := [r.prompt_tokens / r.e2e_s for r in timed]),
+            "tokens_per_s_min": min(rates), "tokens_per_s_max": max(rates),
             "latency_ms": median(r.e2e_s for r in timed) * 1000,
             "repeats": len(timed),
             "warmup": sizes["warmup"],
