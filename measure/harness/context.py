@@ -136,7 +136,9 @@ class ServerPool:
                           + (f"; KV cache {kv:,} tokens" if kv else "; no KV cache reported"))
             self._record(sid, model, env, server, staging, together=len(group))
             if spec.facts_only:
-                server.stop()
+                # killed, not asked: on the H200 an engine stopped in CUDA-graph capture logged no shutdown after
+                # SIGTERM and the next start began only after the grace period; nothing of it is kept but its log
+                server.stop(grace_s=0)
             self.live[sid] = server
 
     def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int,

@@ -119,7 +119,7 @@ def _kill_group(pid: int, grace_s: float = 15.0) -> None:
         pgid = os.getpgid(pid)
     except ProcessLookupError:
         return
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)) if grace_s > 0 else ((signal.SIGKILL, 5.0),):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
@@ -198,11 +198,12 @@ class Server:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 15.0) -> None:
+        """Stop the server's process group: SIGTERM, then SIGKILL after ``grace_s``."""
         if self.process is None:
             return
         pid_file = self.pid_file
-        _kill_group(self.process.pid)
+        _kill_group(self.process.pid, grace_s)
         self.process = None
         pid_file.unlink(missing_ok=True)
 
