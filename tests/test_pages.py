@@ -26,3 +26,30 @@ def test_article_open_items_are_open_until_we_measure():
     open_keys = {c.key for c in open_claims(claims)}
     assert "multimodal-digit-errors-cause" in open_keys  # unconfirmed in the article
     assert "open-list:multi-gpu-tp" in open_keys  # needs several GPUs; CPU rows run at other concurrencies
+
+
+def test_every_column_has_a_reader_name_in_both_languages():
+    """Table headers and chart axes show these, so no zh page shows a snake_case column id."""
+    from measure.experiment import all_schemas
+    from measure.site.labels import COLUMN_LABELS
+
+    columns = {c.name for schema in all_schemas().values() for c in schema.columns}
+    missing = sorted(columns - set(COLUMN_LABELS))
+    assert not missing, f"add zh/en labels to measure/site/labels.py for: {', '.join(missing)}"
+    assert all(zh and en for zh, en in COLUMN_LABELS.values())
+
+
+def test_no_snake_case_header_on_a_built_zh_page(tmp_path):
+    import re
+
+    from conftest import REPO, build_site
+
+    site = tmp_path / "site"
+    build_site(REPO / "data", site, partial=False)  # the committed data, as published
+    for page in site.rglob("index.html"):
+        if "/en/" in page.as_posix():
+            continue
+        heads = [re.sub(r"<[^>]+>", "", h).strip()
+                 for h in re.findall(r"<th[^>]*>(.*?)</th>", page.read_text(encoding="utf-8"), flags=re.S)]
+        snake = [h for h in heads if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+( \(.*\))?", h)]
+        assert not snake, f"{page.relative_to(site)}: {snake[:5]}"

@@ -22,6 +22,7 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+from measure.site.labels import column_label
 from measure.store import Environment, Store, select
 
 
@@ -404,7 +405,9 @@ class ClaimRenderer:
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
         head = "".join(
-            f"<th>{html.escape(labels.get(c.name, c.name))}{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
+            f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">'
+            f"{html.escape(labels.get(c.name) or column_label(c.name, self.lang))}"
+            f"{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
             for c in cols
         )
         body, flagged = [], 0
@@ -496,7 +499,7 @@ class ClaimRenderer:
                 traces.append(trace)
 
         def axis(col, log, category=False):
-            text = labels.get(col.name, col.name) + (f" ({col.unit})" if col.unit else "")
+            text = (labels.get(col.name) or column_label(col.name, self.lang)) + (f" ({col.unit})" if col.unit else "")
             return {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
 
         figure = {
