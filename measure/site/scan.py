@@ -40,8 +40,12 @@ def data_url_for(page_url: str, lang: str) -> str:
     return posixpath.join(*([".."] * depth), "data/") if depth else "data/"
 
 
-def make_store(root: Path | None = None) -> Store:
-    return Store(root or default_data_root(), all_schemas())
+def make_store(root: Path | None = None, partial: bool | None = None) -> Store:
+    """``partial``: the root holds only part of what the pages name (default: $MEASURE_PARTIAL_DATA)."""
+    store = Store(root or default_data_root(), all_schemas())
+    if partial is not None:
+        store.partial = partial
+    return store
 
 
 class PageError(RuntimeError):
