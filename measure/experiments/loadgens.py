@@ -10,6 +10,7 @@ Rounds rotate which tool goes first, so a warming server does not favour one.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import statistics
 import tempfile
@@ -71,7 +72,12 @@ CEILING = DatasetSchema(
 
 CPU_SIZES = {"concurrency": 8, "requests": 64, "words": 60, "output_tokens": 32, "rounds": 3,
              "ceiling": {"concurrency": 64, "requests": 512, "chunks": 128}}
-BENCH = "vllm bench serve"
+OURS, BENCH = "ours", "vllm bench serve"
+
+
+def tool_name(tool: str) -> str:
+    """The tool's name in the datasets: ours, vllm bench serve, AIPerf, GuideLLM."""
+    return external.TOOLS[tool][0] if tool in external.TOOLS else tool
 
 
 @register
@@ -116,97 +122,81 @@ class LoadGenerators(Experiment):
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    def run_tool(self, ctx, tool, base_url, model, prompts, generator, output_tokens, concurrency, prompt_tokens,
+                 work) -> external.ToolRun:
+        """One run of ``tool`` on ``prompts``, as a ToolRun whatever the tool (``generator``: ours, already warm)."""
+        if tool == OURS:
+            m = generator.run([HttpRequest.chat([{"role": "user", "content": p}], model, output_tokens, ignore_eos=True)
+                               for p in prompts], concurrency).summary()
+            return external.ToolRun(OURS, "this site", None, m.request_per_s, m.output_tok_s,
+                                    m.output_tokens / m.requests, m.ttft_median_ms, m.itl_median_ms, m.tpot_median_ms,
+                                    m.client_cpu_cores, m.wall_s, busiest_process_cpu=m.worker_cpu_max,
+                                    prompt_tokens_mean=m.prompt_tokens / m.requests)
+        if tool == BENCH:
+            b = bench_serve(ctx.pool.python, base_url, model, str(ctx.model("chat").path), prompts,
+                            backend="openai-chat", endpoint="/v1/chat/completions", concurrency=concurrency,
+                            output_len=output_tokens, workdir=work / "bench")
+            r = b.result
+            return external.ToolRun(BENCH, "vLLM's own", b.command, r["request_throughput"], r["output_throughput"],
+                                    r["total_output_tokens"] / r["completed"], r["median_ttft_ms"], r["median_itl_ms"],
+                                    r["median_tpot_ms"], b.cpu_share, float(r["duration"]), busiest_process_cpu=b.cpu_share)
+        # the real Qwen tokenizer's own folder: their transformers does not load it from a model folder
+        return external.RUNNERS[tool](base_url, model, str(qwen_tokenizer_dir()), concurrency=concurrency,
+                                      requests=len(prompts), prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                                      workdir=work / tool)
+
     # ---- the tools alone -------------------------------------------------------------------------------------
     def ceiling(self, ctx, c, work):
         processes = max(1, min(8, len(cpu_cores()) - 1))
-        request = HttpRequest.chat([{"role": "user", "content": "ceiling"}], "synthetic", c["chunks"])
         prompts = ["ceiling"] * c["requests"]
-        tokenizer = ctx.model("chat").path
-        for tool in ["ours", BENCH, *self.tools()]:
-            if ctx.done(CEILING, tool=external.TOOLS_NAMES.get(tool, tool)):
+        for tool in [OURS, BENCH, *self.tools()]:
+            if ctx.done(CEILING, tool=tool_name(tool)):
                 continue
-            with synthetic.running(processes=processes) as (base_url, pgid):
+            with synthetic.running(processes=processes) as (base_url, pgid), \
+                    (LoadGenerator(base_url) if tool == OURS else contextlib.nullcontext()) as generator:
+                if tool == OURS:
+                    generator.run([HttpRequest.chat([{"role": "user", "content": "ceiling"}], "synthetic",
+                                                    c["chunks"])] * c["concurrency"], c["concurrency"])  # warm-up
                 cpu0 = group_cpu_s(pgid)
-                if tool == "ours":
-                    with LoadGenerator(base_url) as generator:
-                        generator.run([request] * c["concurrency"], c["concurrency"])  # warm-up
-                        cpu0 = group_cpu_s(pgid)
-                        summary = generator.run([request] * c["requests"], c["concurrency"]).summary()
-                    wall, req_s, chunks_s, cores = (summary.wall_s, summary.request_per_s,
-                                                    summary.output_tokens / summary.wall_s, summary.client_cpu_cores)
-                    version = "this site"
-                elif tool == BENCH:
-                    run = bench_serve(ctx.pool.python, base_url, "synthetic", str(tokenizer), prompts,
-                                      backend="openai-chat", endpoint="/v1/chat/completions",
-                                      concurrency=c["concurrency"], output_len=c["chunks"], workdir=work / "bench")
-                    wall = float(run.result["duration"])
-                    req_s, chunks_s = run.result["request_throughput"], run.result["output_throughput"]
-                    cores, version = run.cpu_share, "vLLM's own"
-                else:
-                    r = external.RUNNERS[tool](base_url, "synthetic", str(qwen_tokenizer_dir()), concurrency=c["concurrency"],
-                                               requests=c["requests"], prompt_tokens=4, output_tokens=c["chunks"],
-                                               workdir=work / tool)
-                    wall, req_s, chunks_s, cores, version = r.wall_s, r.request_per_s, r.output_tok_s, r.cpu_cores, r.version
-                server_cores = (group_cpu_s(pgid) - cpu0) / wall
-            name = external.TOOLS_NAMES.get(tool, tool)
-            ctx.log(f"  ceiling, {name}: {req_s:,.0f} req/s, {chunks_s:,.0f} chunks/s")
-            ctx.record(CEILING, {"tool": name, "version": version, "concurrency": c["concurrency"],
-                                 "requests": c["requests"], "chunks_per_request": c["chunks"], "request_per_s": req_s,
-                                 "chunks_per_s": chunks_s, "cpu_cores": cores, "server_cpu_cores": server_cores})
+                r = self.run_tool(ctx, tool, base_url, "synthetic", prompts, generator, c["chunks"], c["concurrency"],
+                                  4, work)
+                server_cores = (group_cpu_s(pgid) - cpu0) / r.wall_s
+            ctx.log(f"  ceiling, {r.tool}: {r.request_per_s:,.0f} req/s, {r.output_tok_s:,.0f} chunks/s")
+            ctx.record(CEILING, {"tool": r.tool, "version": r.version, "concurrency": c["concurrency"],
+                                 "requests": c["requests"], "chunks_per_request": c["chunks"],
+                                 "request_per_s": r.request_per_s, "chunks_per_s": r.output_tok_s,
+                                 "cpu_cores": r.cpu_cores, "server_cpu_cores": server_cores})
 
     # ---- the tools against vLLM ------------------------------------------------------------------------------
     def on_server(self, ctx, s, work):
         server = ctx.server(self.chat)
-        model = ctx.model("chat")
         prompts = sentences(s["requests"], s["words"], seed=11)
-        requests = [HttpRequest.chat([{"role": "user", "content": p}], server.model, s["output_tokens"], ignore_eos=True)
-                    for p in prompts]
-        workers = default_workers(s["concurrency"])
-        generator = ctx.load(server, workers=workers)
-        generator.run(requests, s["concurrency"])  # warm-up: the server's first batches are slower
-        prompt_tokens = None
-        tools = ["ours", BENCH, *self.tools()]
-        rounds: dict[str, list[dict]] = {t: [] for t in tools}
+        generator = ctx.load(server, workers=default_workers(s["concurrency"]))
+        generator.run([HttpRequest.chat([{"role": "user", "content": p}], server.model, s["output_tokens"],
+                                        ignore_eos=True) for p in prompts], s["concurrency"])  # warm-up: first batches are slower
+        tools = [OURS, BENCH, *self.tools()]  # ours first: the others get its measured prompt length
+        rounds: dict[str, list[external.ToolRun]] = {t: [] for t in tools}
+        prompt_tokens = 64
         for r in range(s["rounds"]):
             for tool in tools[r % len(tools):] + tools[: r % len(tools)]:
-                if tool == "ours":
-                    m = generator.run(requests, s["concurrency"]).summary()
-                    prompt_tokens = round(m.prompt_tokens / m.requests)
-                    row = {"output_tok_s": m.output_tok_s, "ttft": m.ttft_median_ms, "itl": m.itl_median_ms,
-                           "tpot": m.tpot_median_ms, "busiest": m.worker_cpu_max, "cores": m.client_cpu_cores,
-                           "tokens": m.output_tokens / m.requests, "version": "this site", "command": None}
-                elif tool == BENCH:
-                    b = bench_serve(ctx.pool.python, server.base_url, server.model, str(model.path), prompts,
-                                    backend="openai-chat", endpoint="/v1/chat/completions",
-                                    concurrency=s["concurrency"], output_len=s["output_tokens"], workdir=work / "bench")
-                    res = b.result
-                    row = {"output_tok_s": res["output_throughput"], "ttft": res["median_ttft_ms"],
-                           "itl": res["median_itl_ms"], "tpot": res["median_tpot_ms"], "busiest": b.cpu_share,
-                           "cores": b.cpu_share, "tokens": res["total_output_tokens"] / res["completed"],
-                           "version": "vLLM's own", "command": b.command}
-                else:
-                    # the real Qwen tokenizer's own folder: their transformers does not load it from a model folder
-                    t = external.RUNNERS[tool](server.base_url, server.model, str(qwen_tokenizer_dir()),
-                                               concurrency=s["concurrency"], requests=s["requests"],
-                                               prompt_tokens=prompt_tokens or 64, output_tokens=s["output_tokens"],
-                                               workdir=work / tool)
-                    row = {"output_tok_s": t.output_tok_s, "ttft": t.ttft_median_ms, "itl": t.itl_median_ms,
-                           "tpot": t.tpot_median_ms, "busiest": None, "cores": t.cpu_cores,
-                           "tokens": t.output_tokens_mean, "version": t.version, "command": t.command}
-                rounds[tool].append(row)
-                ctx.log(f"  round {r + 1}/{s['rounds']}, {external.TOOLS_NAMES.get(tool, tool)}: "
-                        f"{row['output_tok_s']:,.0f} tok/s")
-        for tool, runs in rounds.items():
-            def median(key, runs=runs):
-                values = [x[key] for x in runs if x[key] is not None]
+                run = self.run_tool(ctx, tool, server.base_url, server.model, prompts, generator, s["output_tokens"],
+                                    s["concurrency"], prompt_tokens, work)
+                if tool == OURS:
+                    prompt_tokens = round(run.prompt_tokens_mean)
+                rounds[tool].append(run)
+                ctx.log(f"  round {r + 1}/{s['rounds']}, {run.tool}: {run.output_tok_s:,.0f} tok/s")
+        for runs in rounds.values():
+            def median(field, runs=runs):
+                values = [getattr(x, field) for x in runs if getattr(x, field) is not None]
                 return statistics.median(values) if values else None
 
+            throughput = [x.output_tok_s for x in runs]
             ctx.record(SERVER, {
-                "tool": external.TOOLS_NAMES.get(tool, tool), "version": runs[-1]["version"],
-                "concurrency": s["concurrency"], "requests": s["requests"], "rounds": len(runs),
-                "prompt_tokens": prompt_tokens, "output_tokens_mean": median("tokens"),
-                "output_tok_s": median("output_tok_s"), "output_tok_s_min": min(x["output_tok_s"] for x in runs),
-                "output_tok_s_max": max(x["output_tok_s"] for x in runs), "ttft_median_ms": median("ttft"),
-                "itl_median_ms": median("itl"), "tpot_median_ms": median("tpot"),
-                "busiest_process_cpu": median("busiest"), "cpu_cores": median("cores"), "command": runs[-1]["command"],
+                "tool": runs[-1].tool, "version": runs[-1].version, "concurrency": s["concurrency"],
+                "requests": s["requests"], "rounds": len(runs), "prompt_tokens": prompt_tokens,
+                "output_tokens_mean": median("output_tokens_mean"), "output_tok_s": statistics.median(throughput),
+                "output_tok_s_min": min(throughput), "output_tok_s_max": max(throughput),
+                "ttft_median_ms": median("ttft_median_ms"), "itl_median_ms": median("itl_median_ms"),
+                "tpot_median_ms": median("tpot_median_ms"), "busiest_process_cpu": median("busiest_process_cpu"),
+                "cpu_cores": median("cpu_cores"), "command": runs[-1].command,
             })

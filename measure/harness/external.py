@@ -20,8 +20,9 @@ from pathlib import Path
 from measure.harness.server import REPO_ROOT, portable
 
 VENVS = REPO_ROOT / ".nox"
-TOOLS = {"aiperf": ("MEASURE_AIPERF", "load-generators/aiperf/bin/aiperf"),
-         "guidellm": ("MEASURE_GUIDELLM", "load-generators/guidellm/bin/guidellm")}
+# tool: (its name on the site, the variable that may point at it, where `nox -s load_generators` puts it)
+TOOLS = {"aiperf": ("AIPerf", "MEASURE_AIPERF", "load-generators/aiperf/bin/aiperf"),
+         "guidellm": ("GuideLLM", "MEASURE_GUIDELLM", "load-generators/guidellm/bin/guidellm")}
 
 
 class ToolFailed(RuntimeError):
@@ -39,23 +40,17 @@ class ToolRun:
     ttft_median_ms: float | None  # the tool's own TTFT (both skip vLLM's role-only first chunk)
     itl_median_ms: float | None  # vLLM's ITL (gap between streamed chunks); GuideLLM keeps no per-chunk times
     tpot_median_ms: float | None  # vLLM's TPOT, (end-to-end − TTFT) / (tokens − 1), per request
-    cpu_cores: float  # CPU seconds of the tool's process tree over its wall time, start-up included
+    cpu_cores: float | None  # CPU seconds of the tool's process tree over its wall time, start-up included
     wall_s: float
+    busiest_process_cpu: float | None = None  # its busiest process's share of a core, where the tool reports it
+    prompt_tokens_mean: float | None = None  # as the server counted them, where the tool reports it
 
 
 def executable(tool: str) -> Path | None:
     """The tool's executable: $MEASURE_<TOOL>, else the virtualenv ``nox -s load_generators`` made."""
-    variable, default = TOOLS[tool]
+    _, variable, default = TOOLS[tool]
     path = Path(os.environ.get(variable) or VENVS / default)
     return path if path.is_file() and os.access(path, os.X_OK) else None
-
-
-def version(tool: str) -> str:
-    exe = executable(tool)
-    python = exe.parent / "python"
-    out = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({tool!r}))"],
-                         capture_output=True, text=True, timeout=60)
-    return out.stdout.strip() or "?"
 
 
 def _timed(argv: list[str], timeout_s: float, cwd: Path) -> tuple[float, float]:
@@ -139,4 +134,3 @@ def parse_guidellm(data: dict, command: str, cpu_cores: float, wall_s: float) ->
 
 
 RUNNERS = {"aiperf": aiperf, "guidellm": guidellm}
-TOOLS_NAMES = {"aiperf": "AIPerf", "guidellm": "GuideLLM"}

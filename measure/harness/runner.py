@@ -103,11 +103,17 @@ def resume_mismatch(previous: dict, profile: str, hw: dict, sw: dict, prints: di
     for what, then, now in checks:
         if then != now:
             return f"{what}: {then} then, {now} now"
+    for name, old, fp in changed_inputs(previous, prints):
+        return f"{name}'s inputs (its code, servers or workload) changed: fingerprint {old} then, {fp} now"
+    return None
+
+
+def changed_inputs(previous: dict, prints: dict[str, str]):
+    """(experiment, fingerprint then, fingerprint now) for each of ``prints`` whose staged rows had other inputs."""
     for name, fp in prints.items():
         old = (previous.get("fingerprints") or {}).get(name)
         if old and old != fp:
-            return f"{name}'s inputs (its code, servers or workload) changed: fingerprint {old} then, {fp} now"
-    return None
+            yield name, old, fp
 
 
 def order_by_server(instances: list[Experiment], profile: Profile) -> list[Experiment]:
@@ -194,12 +200,11 @@ def warn_unresumable(staging: Staging, instances: list[Experiment], prints: dict
     previous = staging.run_record()
     if not staging.staged_files() or previous is None:
         return
-    for exp in instances:
-        old = (previous.get("fingerprints") or {}).get(exp.name)
-        if old and old != prints[exp.name] and any(staging.csv_path(d).is_file() for d in exp.datasets):
-            console.print(f"[yellow]{exp.name}: the rows staged in {staging.dir} were measured with other inputs "
-                          f"(fingerprint {old} then, {prints[exp.name]} now); --resume will refuse them: run with "
-                          "--fresh, or remove that folder before carrying it[/]")
+    staged = {e.name: prints[e.name] for e in instances if any(staging.csv_path(d).is_file() for d in e.datasets)}
+    for name, old, fp in changed_inputs(previous, staged):
+        console.print(f"[yellow]{name}: the rows staged in {staging.dir} were measured with other inputs "
+                      f"(fingerprint {old} then, {fp} now); --resume will refuse them: run with "
+                      "--fresh, or remove that folder before carrying it[/]")
 
 
 def run(opts: RunOptions) -> list[str]:
