@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from measure.schema import Column, DatasetSchema, UnknownName
 
 if TYPE_CHECKING:
-    from measure.harness.context import RunContext
+    from measure.harness.context import RunContext, ServerPool
     from measure.harness.profiles import Profile
 
 
@@ -75,6 +75,10 @@ class Experiment:
     def unavailable(self, profile: Profile, python: str) -> str | None:
         """Why this experiment cannot run here (a missing package, say), or None."""
         return None
+
+    def prepare(self, pool: ServerPool) -> None:
+        """Make the files this experiment's servers read (LoRA adapters, say). Called for every experiment of a
+        run before its first server starts: the pool may start a server early, together with an earlier one's."""
 
     def run(self, ctx: RunContext) -> None:
         raise NotImplementedError

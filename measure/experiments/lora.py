@@ -123,7 +123,7 @@ class Lora(Experiment):
 
     @staticmethod
     def adapters(profile, cache: Path) -> dict[str, tuple[int, Path]]:
-        """name -> (rank, folder); made lazily in run(), named here so server specs are stable."""
+        """name -> (rank, folder); made in prepare(), named here so server specs are stable."""
         found = {f"rank{r}": (r, cache / f"lora-rank{r}") for r in RANKS}
         found |= {f"slot{i}": (8, cache / f"lora-slot{i}") for i in range(max(SLOT_ADAPTERS))}
         return found
@@ -149,11 +149,14 @@ class Lora(Experiment):
                 Step(slots, f"{SLOT_ADAPTERS} adapters in turn over {SLOTS} slots", reps * n * len(SLOT_ADAPTERS), 20 * reps),
                 Step(spec_decode, "start with LoRA + ngram speculative decoding", 0, 5)]
 
+    def prepare(self, pool):
+        base = pool.model("chat")
+        for i, (_, (rank, folder)) in enumerate(sorted(self.adapters(pool.profile, pool.cache_dir).items())):
+            make_adapter(base.path, rank, folder, seed=i)
+
     def run(self, ctx):
         cache = ctx.pool.cache_dir
         base = ctx.model("chat")
-        for i, (_, (rank, folder)) in enumerate(sorted(self.adapters(ctx.profile, cache).items())):
-            make_adapter(base.path, rank, folder, seed=i)
         overhead, slots, spec_decode = self.specs(ctx.profile, cache)
         n = ctx.sizes.get("lora_requests", 16)
         repeats = ctx.sizes["repeats"]

@@ -333,6 +333,9 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
             pool.attached[role] = srv.attach(url, opts.api_key)
         versions = {s.facts.version for s in pool.attached.values()} - {None}
         sw = {"vllm": ", ".join(sorted(versions)) or None, "attached": True, "client_python": sw.get("python")}
+    if pool.attached is None:
+        for exp in instances:
+            exp.prepare(pool)
     promoted: list[str] = []
     try:
         for exp in instances:
