@@ -1,4 +1,5 @@
-"""A real headless Chromium opens a built page, sees the chart drawn and switches language."""
+"""A real headless Chromium reads the built site as a reader does: navigation to a chart, the language switch,
+search in both languages, every page without errors and within 1280 px; hostile data runs no script."""
 
 import functools
 import http.server
@@ -14,8 +15,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.browser
 
 
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
 @pytest.fixture(scope="module")
 def served_site(tmp_path_factory):
+    """(URL, folder) of the site built on the fixture data, served over HTTP as a reader's browser gets it."""
     require(CHROMIUM is not None, "Debian's chromium", "apt-get install chromium (.ci/run does)")
     tmp = tmp_path_factory.mktemp("browser")
     site = tmp / "site"
@@ -23,45 +29,127 @@ def served_site(tmp_path_factory):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    # The language selector reads sitemap.xml under site_url, so build for the address we serve on.
-    build_site(REPO / "tests" / "fixtures" / "data", site, extra_env={"SITE_URL": url + "/"})
+    # site_url as published: canonical links and sitemap.xml name it; pages must work served anywhere else too.
+    build_site(REPO / "tests" / "fixtures" / "data", site, extra_env={"SITE_URL": "https://example.org/notes/"})
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield url
+    yield url, site
     server.shutdown()
 
 
-def test_chart_draws_and_language_switches(served_site, tmp_path):
+def watch(page, origin: str) -> list[str]:
+    """Every console error, script error, failed or 4xx/5xx request, and request to another host the page makes."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"script: {e}"))
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    # A request cut short because the reader moved on (the search worker still fetching) is no failure.
+    page.on("requestfailed", lambda r: errors.append(f"failed {r.url} ({r.failure})")
+            if r.failure != "net::ERR_ABORTED" else None)
+    # The site works offline: nothing comes from another host.
+    page.on("request", lambda r: errors.append(f"off-site {r.url}")
+            if not r.url.startswith((origin + "/", "data:", "blob:")) else None)
+    return errors
+
+
+def test_chart_page_by_navigation_and_language_switch(served_site, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    errors = []
+    url, _ = served_site
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"],
-        )
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
-        # Resource failures are checked by URL below; Material's language selector probes
-        # <page>/sitemap.xml under mkdocs-static-i18n's per-page alternate links, which 404s harmlessly.
-        page.on("console", lambda m: errors.append(m.text)
-                if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
-                if r.status >= 400 and not r.url.endswith("/sitemap.xml") else None)
-        page.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
-        page.goto(served_site + "/pooling/")
+        errors = watch(page, url)
+        page.goto(url + "/")
+        # A reader arrives on the home page and follows the navigation to a chart page.
+        page.locator("nav.md-nav--primary a.md-nav__link", has_text="池化").first.click()
+        page.wait_for_url("**/pooling/")
         page.wait_for_selector(".claim-chart svg.main-svg", timeout=15000)
         assert page.locator(".claim-chart svg.main-svg").count() >= 1
         assert page.locator(".claim-badge.claim-not-measured").first.inner_text() == "未实测"
         page.screenshot(path=str(Path(os.environ.get("SCREENSHOT_DIR", tmp_path)) / "pooling-zh.png"), full_page=True)
-        # Material's language selector: open it, pick English.
+        # Material's language selector: open it, pick English: the same page in English.
         page.locator(".md-header__option .md-select").first.hover()
         page.get_by_role("link", name="English").first.click()
         page.wait_for_url("**/en/pooling/")
         assert "Pooling: embeddings and rerank" in page.locator("h1").inner_text()
         page.wait_for_selector(".claim-chart svg.main-svg", timeout=15000)
+        # ... and back, from the English home page (whose selector links were absolute once).
+        page.goto(url + "/en/")
+        page.locator(".md-header__option .md-select").first.hover()
+        page.get_by_role("link", name="中文").first.click()
+        page.wait_for_url(url + "/")
+        assert page.locator("html").get_attribute("lang") == "zh"
         browser.close()
     assert errors == []
+
+
+def search(page, query: str) -> list[tuple[str, str]]:
+    """Type QUERY into Material's search box; the results' (href, text), once there are some."""
+    page.locator("input.md-search__input").click()
+    page.locator("input.md-search__input").fill(query)
+    page.keyboard.press("End")  # Material reads the box on keyup (fill sends none)
+    page.wait_for_function("document.querySelectorAll('.md-search-result__item').length > 0", timeout=20000)
+    page.wait_for_timeout(300)
+    links = page.locator(".md-search-result a.md-search-result__link")
+    # Chinese is indexed cut into words by jieba, joined by zero-width spaces: the reader sees none of them.
+    return [(a.get_attribute("href"), a.inner_text().replace("\u200b", "")) for a in links.all()]
+
+
+@pytest.mark.parametrize("path, query, lang", [("/en/", "memory", "en"), ("/en/pooling/", "cache", "en"),
+                                                ("/", "显存", "zh"), ("/pooling/", "缓存", "zh")])
+def test_search_finds_pages_of_the_page_language(served_site, path, query, lang):
+    """One index holds both languages (mkdocs-static-i18n merges them): the results must be the reader's language's,
+    and English words must be found at all (lunr's stemmer once indexed "memory" as "memori", found by no query)."""
+    from playwright.sync_api import sync_playwright
+
+    url, _ = served_site
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors = watch(page, url)
+        page.goto(url + path)
+        results = search(page, query)
+        browser.close()
+    assert results and errors == []
+    hrefs = [href for href, _ in results]
+    in_en = [href.startswith(url + "/en/") for href in hrefs]
+    assert all(in_en) if lang == "en" else not any(in_en), hrefs
+    # Snippets show the query, highlighted, as readable text.
+    assert any(query.lower() in text.lower() for _, text in results), results[:3]
+
+
+def test_every_page_loads_cleanly_and_fits_1280(served_site):
+    """No page logs an error or fails a request; at 1280 px no page scrolls sideways, and no table or chart sticks out
+    of the content column (a wide table scrolls inside Material's .md-typeset__scrollwrap, which is allowed)."""
+    from playwright.sync_api import sync_playwright
+
+    url, site = served_site
+    pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html"))
+    assert "pooling" in pages and "en/pooling" in pages
+    fits = """() => {
+        const column = document.querySelector('.md-content').getBoundingClientRect();
+        const out = [...document.querySelectorAll('article table, article .claim-chart')].map(el => {
+            const box = (el.closest('.md-typeset__scrollwrap') || el).getBoundingClientRect();
+            return box.left < column.left - 1 || box.right > column.right + 1 ? `${el.tagName} ${Math.round(box.width)}px` : null;
+        }).filter(Boolean);
+        return {sideways: document.documentElement.scrollWidth - document.documentElement.clientWidth, out};
+    }"""
+    problems = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = watch(page, url)
+        for rel in pages:
+            page.goto(f"{url}/{rel}/" if rel != "." else url + "/")
+            if page.locator(".claim-chart").count():
+                page.wait_for_selector(".claim-chart svg.main-svg", timeout=15000)
+            page.wait_for_timeout(200)  # the language selector and search start after load
+            found = page.evaluate(fits)
+            if found["sideways"] > 0 or found["out"] or errors:
+                problems[rel] = {**found, "errors": list(errors)}
+            errors.clear()
+        browser.close()
+    assert problems == {}
 
 
 PAYLOADS = {

@@ -11,6 +11,8 @@ from conftest import REPO, build_site
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+SITE_URL = "https://example.org/notes/"  # a project site on GitHub Pages is published under a path like this
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
@@ -18,7 +20,8 @@ def built(tmp_path_factory):
     root = tmp / "data"
     shutil.copytree(REPO / "tests" / "fixtures" / "data", root)
     site = tmp / "site"
-    build_site(root, site)
+    result = build_site(root, site, extra_env={"SITE_URL": SITE_URL})
+    (tmp / "build.log").write_text(result.stdout + result.stderr)
     return root, site
 
 
@@ -150,10 +153,80 @@ def test_the_site_builds_with_only_what_the_site_extra_installs(tmp_path):
 
 
 def test_plotly_loads_only_where_a_chart_is_drawn(built):
-    """plotly.js (4.8 MB) once loaded on every page, most of which draw no chart."""
+    """plotly.js (4.8 MB) once loaded on every page, most of which draw no chart (and on the 404 page)."""
     _, built = built
     pooling = (built / "en" / "pooling" / "index.html").read_text()
     home = (built / "en" / "index.html").read_text()
     assert 'class="claim-chart"' in pooling and "plotly.min.js" in pooling
     assert 'class="claim-chart"' not in home and "plotly.min.js" not in home
     assert "zqclaim" not in pooling + home  # every macro's stashed output was put back
+    loads = {p.relative_to(built).as_posix(): ("plotly.min.js" in p.read_text(), 'class="claim-chart"' in p.read_text())
+             for p in built.rglob("*.html") if p.parts[len(built.parts)] != "data"}
+    assert {page for page, (script, chart) in loads.items() if script != chart} == set()
+    assert 2 <= sum(chart for _, chart in loads.values()) < len(loads) - 4
+    assert loads["404.html"] == (False, False)
+
+
+def test_build_log_reports_every_page_weight_within_target(built):
+    """The build prints what each page makes a reader download; a page over its target would have failed the strict
+    build (the hook warns)."""
+    _, site = built
+    log = (site.parent / "build.log").read_text()
+    report = log[log.index("page weight, KB"):]
+    for page in ("index.html", "pooling/index.html", "en/pooling/index.html", "404.html"):
+        assert re.search(rf"^\s+{re.escape(page)}\s", report, flags=re.M), page
+    line = re.search(r"^\s+en/pooling/index\.html\s+chart\s.*$", report, flags=re.M).group(0)
+    assert "OVER TARGET" not in report and "over the" not in log
+    total = re.search(r"([\d,]+)/([\d,]+)(\s+\(over target uncompressed\))?$", line)
+    total_raw, total_gzip = (float(n.replace(",", "")) for n in total.group(1, 2))
+    assert total_gzip < 2500 < total_raw  # plotly.js: over the chart-page target uncompressed, under it as sent
+    assert re.search(r"\d+ page\(s\) load plotly\.js \(they draw a chart\), \d+ do not", report)
+
+
+def test_weight_report_flags_a_page_over_its_target():
+    from measure.site.hooks import weight_report
+
+    kb = 1024
+    pages = [{"page": "a/index.html", "chart": False, "kinds": {"html": (1200 * kb, 1100 * kb)}, "raw": 1200 * kb,
+              "gzip": 1100 * kb},
+             {"page": "b/index.html", "chart": True, "kinds": {"js": (4000 * kb, 1500 * kb)}, "raw": 4000 * kb,
+              "gzip": 1500 * kb}]
+    lines, over = weight_report(pages)
+    assert len(over) == 1 and over[0].startswith("a/index.html: 1,100 KB gzip'd")
+    assert any("b/index.html" in line and "over target uncompressed" in line for line in lines)
+
+
+def test_published_urls_follow_site_url_and_pages_link_relatively(built):
+    """Canonical links and sitemap.xml name the published address; the 404 page (served at any depth) links under
+    its path; pages link relatively and name no sitemap Material would fetch under them (<page>/sitemap.xml, a 404)."""
+    _, site = built
+    pooling = (site / "pooling" / "index.html").read_text()
+    assert f'<link rel="canonical" href="{SITE_URL}pooling/">' in pooling
+    assert f'<link rel="canonical" href="{SITE_URL}en/pooling/">' in (site / "en" / "pooling" / "index.html").read_text()
+    for page in site.rglob("*.html"):
+        assert not re.search(r'<link rel="alternate" href="[^"]*" hreflang=', page.read_text()), page
+    sitemap = (site / "sitemap.xml").read_text()
+    assert f"<loc>{SITE_URL}pooling/</loc>" in sitemap
+    assert f'hreflang="en" href="{SITE_URL}en/pooling/"' in sitemap
+    selector = r'<a href="([^"]*)" hreflang="(\w+)" class="md-select__link">'
+    assert re.findall(selector, (site / "index.html").read_text()) == [("./", "zh"), ("en/", "en")]
+    assert re.findall(selector, (site / "en" / "index.html").read_text()) == [("../", "zh"), ("./", "en")]
+    assert re.findall(selector, pooling) == [("./", "zh"), ("../en/pooling/", "en")]
+    not_found = (site / "404.html").read_text()
+    assert re.findall(selector, not_found) == [("/notes/", "zh"), ("/notes/en/", "en")]
+    assert '<script src="/notes/assets/javascripts/bundle.' in not_found
+
+
+def test_search_index_holds_both_languages_and_finds_english_words(built):
+    """Chinese is cut into words (jieba: U+200B between them); no stemmer, whose "memori" no prefix query finds."""
+    _, site = built
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    assert index["config"]["lang"] == ["zh", "en"] and "stemmer" not in index["config"]["pipeline"]
+    assert "\\u200b" in index["config"]["separator"]
+    zh = [d for d in index["docs"] if not d["location"].startswith("en/")]
+    en = [d for d in index["docs"] if d["location"].startswith("en/")]
+    assert zh and en
+    assert any("\u200b" in d["text"] for d in zh) and not any("\u200b" in d["title"] for d in en)
+    # the page's language filter rides in front of Material's bundle on every page
+    html = (site / "en" / "pooling" / "index.html").read_text()
+    assert html.index("assets/javascripts/search-language.js") < html.index("assets/javascripts/bundle.")

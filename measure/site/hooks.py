@@ -1,14 +1,21 @@
 """MkDocs hooks: ship plotly.js and the data files with the site, so it works offline and every
-number links to the CSV it came from."""
+number links to the CSV it came from; keep pages light and report what each one weighs."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
+import posixpath
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import plotly
+from mkdocs.plugins import event_priority
+from mkdocs.utils import get_relative_url
 
 from measure.store import PROVENANCE_FILE, default_data_root
 
@@ -54,11 +61,59 @@ def on_page_content(html, page, **kwargs):
     return html
 
 
-def on_post_page(output, page, **kwargs):
+PLOTLY_SCRIPT = re.compile(r'<script src="[^"]*' + re.escape(PLOTLY_TARGET) + r'"></script>')
+# Material's <head> links to each language's version of the page. Its language selector fetches sitemap.xml
+# *under every such link* (it expects them to be the languages' roots), but mkdocs-static-i18n points them at the
+# page's translations, so every page asked for <page>/sitemap.xml and <page in the other language>/sitemap.xml and got
+# two 404s (and console errors). The selector's own links already lead to the translation, and sitemap.xml lists each
+# page's hreflang alternates for search engines, so the <head> links go.
+HREFLANG_LINK = re.compile(r'\s*<link rel="alternate" href="[^"]*" hreflang="[^"]*">')
+SELECTOR_LINK = re.compile(r'(<a href=")([^"]*)(" hreflang="([^"]+)" class="md-select__link">)')
+# docs/assets/javascripts/search-language.js keeps search to the page's language. It wraps the Worker that Material's
+# bundle creates as it runs, so it goes right before the bundle (extra_javascript comes after it: too late).
+MATERIAL_BUNDLE = re.compile(r'<script src="([^"]*)bundle\.[0-9a-f]+\.min\.js"></script>')
+SEARCH_LANGUAGE_JS = "search-language.js"
+
+
+def _before_bundle(output: str) -> str:
+    return MATERIAL_BUNDLE.sub(lambda m: f'<script src="{m.group(1)}{SEARCH_LANGUAGE_JS}"></script>' + m.group(0),
+                               output, count=1)
+
+
+def _site_path(config) -> str:
+    path = urlsplit(config.get("site_url") or "/").path or "/"
+    return path if path.endswith("/") else path + "/"
+
+
+def on_post_page(output, page, config, **kwargs):
     # plotly.js is most of a page's weight (4.8 MB): only pages that draw a chart load it.
     if 'class="claim-chart"' not in output:
-        output = re.sub(r'<script src="[^"]*' + re.escape(PLOTLY_TARGET) + r'"></script>', "", output)
-    return output
+        output = PLOTLY_SCRIPT.sub("", output)
+    output = _before_bundle(HREFLANG_LINK.sub("", output))
+    # mkdocs-static-i18n gives the home pages' selector absolute links (/ and /en/, under site_url's path): make
+    # them relative like every other link, so the switch works wherever the build is opened.
+    site_path = _site_path(config)
+
+    def relative(m):
+        href = m.group(2)
+        if not href.startswith(site_path):
+            return m.group(0)
+        url = get_relative_url(href[len(site_path):] or ".", page.url or ".")
+        return m.group(1) + (url + "/" if href.endswith("/") and not url.endswith("/") else url) + m.group(3)
+
+    return SELECTOR_LINK.sub(relative, output)
+
+
+def on_post_template(output, template_name, config, **kwargs):
+    # 404.html is no page (on_post_page never sees it): it loaded plotly.js, and its language selector led to
+    # whichever page was rendered last. Its links are absolute (it is served at any depth): send each language
+    # to its home page.
+    if template_name != "404.html":
+        return output
+    output = _before_bundle(HREFLANG_LINK.sub("", PLOTLY_SCRIPT.sub("", output)))
+    i18n = config["plugins"].get("i18n")
+    homes = {lang.locale: _site_path(config) + lang.link.lstrip("/") for lang in i18n.config.languages} if i18n else {}
+    return SELECTOR_LINK.sub(lambda m: m.group(1) + homes.get(m.group(4), m.group(2)) + m.group(3), output)
 
 
 def on_pre_build(config, **kwargs):
@@ -71,7 +126,8 @@ def on_pre_build(config, **kwargs):
         log.warning(str(finding))
 
 
-def on_post_build(config, **kwargs):
+def copy_assets_and_data(config) -> None:
+    """plotly.js and every environment's data files (provenance + CSVs), into the built site."""
     site = Path(config["site_dir"])
     target = site / PLOTLY_TARGET
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -87,3 +143,159 @@ def on_post_build(config, **kwargs):
             dest = out / env_dir.name / f.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest)
+
+
+# Page weight: what a reader's browser fetches to show a page (HTML, CSS, scripts, fonts, images, and the search
+# index with its worker, which Material loads on every page that has a search box). Targets are on the bytes
+# transferred, gzip'd as web servers (GitHub Pages included) send text; the uncompressed sizes are printed too.
+WEIGHT_TARGET_KB = {"page": 1000, "chart page": 2500}
+
+
+class _PageAssets(HTMLParser):
+    """The URLs a built page loads as it opens."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.urls: list[tuple[str, str]] = []  # (kind, url)
+        self.search = False
+        self.config: dict = {}
+        self._config_text: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        rel = set((a.get("rel") or "").split())
+        if tag == "script" and a.get("src"):
+            self.urls.append(("js", a["src"]))
+        elif tag == "script" and a.get("id") == "__config":
+            self._config_text = []
+        elif tag == "link" and a.get("href") and rel & {"stylesheet", "icon"}:
+            self.urls.append(("css" if "stylesheet" in rel else "img", a["href"]))
+        elif tag == "img" and a.get("src"):
+            self.urls.append(("img", a["src"]))
+        elif tag == "form" and a.get("name") == "search":
+            self.search = True
+
+    def handle_data(self, data):
+        if self._config_text is not None:
+            self._config_text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._config_text is not None:
+            self.config = json.loads("".join(self._config_text) or "{}")
+            self._config_text = None
+
+
+def _search_assets(worker: str, search_config: dict) -> list[tuple[str, str]]:
+    """What Material's search worker loads besides itself (its setupSearchLanguages), as URLs relative to it."""
+    scripts = []
+    langs = search_config.get("lang") or ["en"]
+    for lang in langs:
+        scripts += {"ja": ["../lunr/tinyseg.js"], "hi": ["../lunr/wordcut.js"], "th": ["../lunr/wordcut.js"]}.get(lang, [])
+        if lang != "en":
+            scripts.append(f"../lunr/min/lunr.{lang}.min.js")
+    if len(langs) > 1:
+        scripts.append("../lunr/min/lunr.multi.min.js")
+    if scripts:
+        scripts.insert(0, "../lunr/min/lunr.stemmer.support.min.js")
+    folder = posixpath.dirname(worker)
+    return [("js", worker)] + [("js", posixpath.normpath(posixpath.join(folder, s))) for s in scripts]
+
+
+def page_weights(site: Path, site_path: str = "/") -> tuple[list[dict], list[str]]:
+    """Per built page: bytes (raw, gzip) by kind of asset; and the problems met (missing or off-site assets)."""
+    sizes: dict[Path, tuple[int, int]] = {}
+
+    def size(path: Path) -> tuple[int, int]:
+        if path not in sizes:
+            data = path.read_bytes()
+            sizes[path] = (len(data), len(gzip.compress(data, 6)))
+        return sizes[path]
+
+    index = site / "search" / "search_index.json"
+    search_config = json.loads(index.read_text(encoding="utf-8")).get("config", {}) if index.is_file() else {}
+    problems: list[str] = []
+    pages = []
+    for html in sorted(site.rglob("*.html")):
+        rel = html.relative_to(site).as_posix()
+        if rel.startswith("data/"):
+            continue
+        parser = _PageAssets()
+        parser.feed(html.read_text(encoding="utf-8"))
+        urls = list(parser.urls)
+        base = parser.config.get("base", ".")
+        if parser.search and parser.config.get("search"):
+            urls += _search_assets(parser.config["search"], search_config)
+            urls.append(("index", posixpath.join(base, "search/search_index.json")))
+        kinds = {"html": size(html)}
+        chart = False
+        seen: set[Path] = set()
+        todo = [(kind, url, html.parent) for kind, url in urls]
+        while todo:
+            kind, url, folder = todo.pop(0)
+            parts = urlsplit(url)
+            if parts.scheme or url.startswith("//"):
+                problems.append(f"{rel} loads {url} from another host: the site is meant to work offline")
+                continue
+            path = unquote(parts.path)
+            if path.startswith("/"):  # 404.html: absolute, under site_url's path
+                target = site / path[len(site_path):] if path.startswith(site_path) else site / path.lstrip("/")
+            else:
+                target = folder / path
+            target = Path(posixpath.normpath(target.as_posix()))
+            if target in seen:
+                continue
+            seen.add(target)
+            if not target.is_file():
+                problems.append(f"{rel} loads {url}, which the build does not have")
+                continue
+            chart = chart or target.name == Path(PLOTLY_TARGET).name
+            raw, packed = size(target)
+            old = kinds.get(kind, (0, 0))
+            kinds[kind] = (old[0] + raw, old[1] + packed)
+            if kind == "css":  # fonts a stylesheet pulls in
+                for font in re.findall(r"url\(\s*['\"]?([^'\")]+\.(?:woff2?|ttf|otf|eot))", target.read_text("utf-8", "replace")):
+                    todo.append(("font", font, target.parent))
+        raw = sum(v[0] for v in kinds.values())
+        packed = sum(v[1] for v in kinds.values())
+        pages.append({"page": rel, "chart": chart, "kinds": kinds, "raw": raw, "gzip": packed})
+    return pages, problems
+
+
+def weight_report(pages: list[dict]) -> tuple[list[str], list[str]]:
+    """The report's lines, and one line per page over its target (gzip'd)."""
+    kb = lambda n: f"{n / 1024:,.0f}"  # noqa: E731
+    order = ["html", "css", "js", "font", "img", "index"]
+    width = max([len(p["page"]) for p in pages] + [4])
+    lines = [f"page weight, KB uncompressed / gzip'd; targets (gzip'd): page {WEIGHT_TARGET_KB['page']:,}, "
+             f"chart page {WEIGHT_TARGET_KB['chart page']:,}",
+             f"  {'page':<{width}}  {'':5}  " + "  ".join(f"{k:>11}" for k in order) + f"  {'total':>13}"]
+    over = []
+    for p in pages:
+        cells = "  ".join(f"{kb(p['kinds'][k][0]) + '/' + kb(p['kinds'][k][1]) if k in p['kinds'] else '-':>11}"
+                          for k in order)
+        target = WEIGHT_TARGET_KB["chart page" if p["chart"] else "page"] * 1024
+        note = ""
+        if p["gzip"] > target:
+            note = "  OVER TARGET"
+            over.append(f"{p['page']}: {kb(p['gzip'])} KB gzip'd ({kb(p['raw'])} KB uncompressed), over the "
+                        f"{'chart page' if p['chart'] else 'page'} target of {kb(target)} KB")
+        elif p["raw"] > target:
+            note = "  (over target uncompressed)"
+        lines.append(f"  {p['page']:<{width}}  {'chart' if p['chart'] else '':5}  {cells}  "
+                     f"{kb(p['raw']) + '/' + kb(p['gzip']):>13}{note}")
+    charts = sum(p["chart"] for p in pages)
+    lines.append(f"  {charts} page(s) load plotly.js (they draw a chart), {len(pages) - charts} do not")
+    return lines, over
+
+
+@event_priority(-200)  # after mkdocs-static-i18n (-100) has built the other languages and merged the search index
+def on_post_build(config, **kwargs):
+    copy_assets_and_data(config)
+    i18n = config["plugins"].get("i18n")
+    if i18n is not None and getattr(i18n, "building", False):
+        return  # a language built inside the main build: report once, on the whole site
+    pages, problems = page_weights(Path(config["site_dir"]), _site_path(config))
+    lines, over = weight_report(pages)
+    log.info("\n".join(lines))
+    for line in problems + over:
+        log.warning(line)
