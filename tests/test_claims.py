@@ -171,3 +171,73 @@ def test_compare_with_an_unmeasured_side_is_not_measured_not_a_pass(store):
     r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, key="article")
     assert "Not measured" in r.compare("missing", ">", "article")
     assert r.claims[-1].status == "not_measured"
+
+
+def _with_roofline(fixture_root, tokens_per_s: float, spread: tuple[float, float] | None = None):
+    """The fixture's throughput table plus a roofline row for the same model and batch (one quantity)."""
+    from measure.site.scan import make_store
+
+    env = fixture_root / "fixture-cpu"
+    (env / "pooling_limits.roofline.csv").write_text(
+        "model,weights,batch_size,tokens_per_s,matmul_params,achieved_tflops,peak_share_pct,client_ms,engine_ms,"
+        f"queue_ms,prefill_ms,outside_engine_ms,client_cpu_share\ntiny-Qwen3-Embedding-0.6B,dummy,4,{tokens_per_s},"
+        "294912,0.01,1.0,40.0,20.0,0.1,10.0,20.0,0.2\n")
+    if spread:  # the throughput table with the range of its repeats (columns in the schema's order)
+        (env / "pooling.embedding_throughput.csv").write_text(
+            "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,tokens_per_s_min,tokens_per_s_max,"
+            "latency_ms,repeats,warmup,client_cpu_share\n"
+            f"tiny-Qwen3-Embedding-0.6B,dummy,4,float,130.0,12345.6,{spread[0]},{spread[1]},42.0,3,1,0.2\n")
+    return make_store(fixture_root)
+
+
+def _throughput_at_4(r, **kw):
+    return r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B", batch_size=4,
+                   encoding_format="float", **kw)
+
+
+def test_figures_of_one_quantity_that_agree_stay_measured(fixture_root):
+    r = render(_with_roofline(fixture_root, 12345.6 * 1.1))  # within the 15 % tolerance of the throughput table
+    assert "Unconfirmed" not in _throughput_at_4(r) and r.claims[-1].status == "measured"
+
+
+def test_figures_of_one_quantity_that_disagree_render_unconfirmed_naming_both(fixture_root):
+    r = render(_with_roofline(fixture_root, 12345.6 * 1.5))
+    html = _throughput_at_4(r)
+    assert "Unconfirmed" in html and r.claims[-1].status == "unconfirmed"
+    assert "pooling_limits.roofline 18,518" in html and "pooling.embedding_throughput 12,346" in html
+    # the roofline's own figure is marked too: neither is known to be the right one
+    r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4)
+    assert r.claims[-1].status == "unconfirmed"
+    # another column of the same row is no member of the quantity
+    r.value("pooling_limits.roofline", "engine_ms", batch_size=4)
+    assert r.claims[-1].status == "measured"
+
+
+def test_a_recorded_spread_that_reaches_the_other_figure_counts_as_agreement(fixture_root):
+    r = render(_with_roofline(fixture_root, 16000.0, spread=(11000.0, 14500.0)))  # 16,000 ≤ 14,500 × 1.15
+    _throughput_at_4(r)
+    assert r.claims[-1].status == "measured"
+
+
+def test_differs_states_other_conditions_and_fails_once_the_figures_agree(fixture_root):
+    r = render(_with_roofline(fixture_root, 12345.6 * 1.5))
+    html = _throughput_at_4(r, differs="other batch order")
+    assert "Unconfirmed" not in html and "other batch order" in html and r.claims[-1].status == "measured"
+    agreeing = render(_with_roofline(fixture_root, 12345.6))
+    with pytest.raises(UnknownName, match="agrees with the other figures"):
+        _throughput_at_4(agreeing, differs="other batch order")
+    with pytest.raises(UnknownName, match="no quantity"):
+        agreeing.value("pooling.embedding_throughput", "latency_ms", model="tiny-Qwen3-Embedding-0.6B", batch_size=4,
+                       encoding_format="float", differs="why")
+
+
+def test_a_quantity_declaring_a_selector_value_no_data_has_fails(fixture_root):
+    from measure.quantities import Member, Quantity
+    from measure.site.consistency import Consistency
+
+    typo = Quantity("typo", "", (Member("pooling.embedding_throughput", "tokens_per_s", {"encoding_format": "flaot"}),
+                                 Member("pooling_limits.roofline", "tokens_per_s")), by=("model", "batch_size"))
+    with pytest.raises(UnknownName, match="flaot"):
+        Consistency(_with_roofline(fixture_root, 1.0), (typo,))
+    with pytest.raises(UnknownName, match="column"):
+        Consistency(_with_roofline(fixture_root, 1.0), (Quantity("c", "", typo.members, by=("modle",)),))

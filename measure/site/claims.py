@@ -22,6 +22,7 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+from measure.site.consistency import Consistency, consistency_for
 from measure.site.labels import column_label
 from measure.store import Environment, Store, select
 
@@ -55,6 +56,13 @@ TEXT = {
         "zh": "{column} = {value}，超出本页设定的容差 {low}–{high}",
         "en": "{column} = {value}, outside this page's tolerance of {low}–{high}",
     },
+    "inconsistent": {
+        "zh": "同一个量（{quantity}）在本环境的几个数据集中测得 {figures}，彼此相差 {spread}，超出了记录的离散范围："
+              "不知道哪一个代表你的部署",
+        "en": "the same quantity ({quantity}) measured by several datasets of this environment: {figures}, {spread} "
+              "apart, beyond their recorded spread: which one holds for your deployment is not known",
+    },
+    "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
         "en": "{count} row(s) measured while a load client was saturated (marked unconfirmed)",
@@ -205,12 +213,15 @@ class ClaimRenderer:
         key: str | None = None,
         tolerance: dict | None = None,
         missing_ok: bool = False,
+        differs: str | None = None,
         **where,
     ) -> str:
         """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
         ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside.
         A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
-        fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap."""
+        fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap.
+        A figure that other datasets of its environment also measure (measure/quantities.py) renders 未确认 where
+        they disagree, unless ``differs`` says how its conditions differ (the page must say so too)."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
@@ -237,7 +248,14 @@ class ClaimRenderer:
             shown_unit = col.unit if unit is None else unit
             text = format_number(number, self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
-            reason = "; ".join(self.row_reasons(schema, rows.iloc[0], tolerance))
+            reasons = self.row_reasons(schema, rows.iloc[0], tolerance)
+            note = ""
+            if not candidate.cited:
+                agreement, note = self._agreement(candidate.name, dataset, column, rows.iloc[0], differs)
+                reasons += agreement
+            elif differs is not None:
+                raise UnknownName(f"{self.page}: differs= on a cited figure; it applies to our own measurements")
+            reason = "; ".join(reasons)
             saturated = bool(reason)
             self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
                          detail=reason or candidate.name)
@@ -245,8 +263,9 @@ class ClaimRenderer:
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
+            title = self.provenance_text(candidate, dataset) + (f" · {note}" if note else "")
             return (
-                f'<span class="claim-value {css}" title="{title_attr_value(self.provenance_text(candidate, dataset))}">'
+                f'<span class="claim-value {css}" title="{title_attr_value(title)}">'
                 f"{html.escape(text)}</span>{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
         self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
@@ -254,6 +273,26 @@ class ClaimRenderer:
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
         self.numbers[claim_key] = None
         return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def _agreement(self, env: str, dataset: str, column: str, row, differs: str | None) -> tuple[list[str], str]:
+        """(reasons this figure is 未确认, a note for its tooltip) from the figures of the same quantity."""
+        verdict = self.consistency.for_figure(env, dataset, column, row)
+        where = f"{self.page}: {dataset}.{column} in {env}"
+        if differs is not None and (verdict is None or verdict.agree):
+            raise UnknownName(f"{where}: differs= but " + (
+                "no quantity in measure/quantities.py holds this figure" if verdict is None else
+                f"it agrees with the other figures of {verdict.quantity.name!r} ({verdict.describe()}); drop differs="))
+        if verdict is None or verdict.agree:
+            return [], ""
+        if differs is not None:
+            return [], t("differs", self.lang).format(why=differs)
+        figures = ", ".join(f"{r.dataset} {format_number(r.value, self.lang, 0)}" for r in verdict.readings)
+        return [t("inconsistent", self.lang).format(quantity=verdict.quantity.name, figures=figures,
+                                                    spread=f"{verdict.spread:.0%}")], ""
+
+    @property
+    def consistency(self) -> Consistency:
+        return consistency_for(self.store)
 
     def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
         """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence

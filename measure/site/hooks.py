@@ -116,7 +116,11 @@ def on_post_template(output, template_name, config, **kwargs):
     return SELECTOR_LINK.sub(lambda m: m.group(1) + homes.get(m.group(4), m.group(2)) + m.group(3), output)
 
 
+_LOGGED: set[str] = set()
+
+
 def on_pre_build(config, **kwargs):
+    from measure.site.consistency import consistency_for
     from measure.site.lint import claim_set_mismatches, unused_datasets
     from measure.site.scan import keys_by_page_pair, make_store, scan_pages
 
@@ -124,6 +128,12 @@ def on_pre_build(config, **kwargs):
     claims = scan_pages(Path(config["docs_dir"]), store=store)
     for finding in claim_set_mismatches(keys_by_page_pair(claims)) + unused_datasets(claims, store.schemas):
         log.warning(str(finding))
+    # What the consistency check found (a disagreement is no build error: its figures render 未确认).
+    for verdict in consistency_for(store).verdicts:
+        line = verdict.describe()
+        if line not in _LOGGED:  # on_pre_build runs once per language
+            _LOGGED.add(line)
+            log.info("consistency: %s", line)
 
 
 def copy_assets_and_data(config) -> None:

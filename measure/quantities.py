@@ -1,0 +1,48 @@
+"""Quantities that more than one dataset measures under the same conditions.
+
+A figure that several datasets hold must tell one story: the build compares the members of each quantity per
+environment and model (measure/site/consistency.py). Where they disagree beyond their recorded spread (or, without
+one, beyond ``rel_tol``), every claim citing one of them renders 未确认, unless the claim says why its conditions
+differ (``differs=``). Declare a quantity here when a new dataset re-measures a figure another one already holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Member:
+    """Rows of one dataset that measure the quantity: ``where`` picks them (a tuple value: any of these)."""
+
+    dataset: str
+    column: str
+    where: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    name: str
+    doc: str
+    members: tuple[Member, ...]
+    by: tuple[str, ...]  # columns every member has: values are compared within one combination of them
+    # Without a recorded spread: how far apart (largest / smallest - 1) figures may be and still agree. Rounds of one
+    # run on the H200 differ by up to a quarter at high load (fidelity.comparison), by ~10 % at a fixed batch.
+    rel_tol: float = 0.15
+
+
+QUANTITIES: tuple[Quantity, ...] = (
+    Quantity(
+        "embedding-throughput",
+        "Embedding tok/s of one batch (float vectors), per model and batch size, on a server whose KV cache holds the"
+        " batch: the throughput table, the prefill comparison, the roofline and the memory study measure it alike.",
+        members=(
+            Member("pooling.embedding_throughput", "tokens_per_s", {"encoding_format": "float"}),
+            Member("pooling.prefill_comparison", "tokens_per_s", {"path": "embeddings"}),
+            Member("pooling_limits.roofline", "tokens_per_s"),
+            # 0.1 of the H200 holds fewer tokens than the batch (the study's point): only 0.9 is the same condition.
+            Member("pooling_limits.memory", "tokens_per_s", {"setting": "--gpu-memory-utilization 0.9"}),
+        ),
+        by=("model", "batch_size"),
+    ),
+)

@@ -1,0 +1,125 @@
+"""One quantity, one story: the figures that several datasets of an environment hold for the same quantity
+(measure/quantities.py) must agree within their spread, or the claims citing them render 未确认."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+
+from measure.quantities import QUANTITIES, Member, Quantity
+from measure.schema import UnknownName
+from measure.store import Store
+
+
+@dataclass(frozen=True)
+class Reading:
+    dataset: str
+    value: float
+    low: float  # the slowest/fastest repeat where the dataset records them, else the value itself
+    high: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    quantity: Quantity
+    env: str
+    group: tuple  # the values of quantity.by
+    readings: tuple[Reading, ...]
+
+    @property
+    def spread(self) -> float:
+        """How far apart the figures are: largest / smallest - 1."""
+        values = [r.value for r in self.readings]
+        return max(values) / min(values) - 1 if min(values) > 0 else math.inf
+
+    @property
+    def agree(self) -> bool:
+        """The recorded ranges overlap, allowing ``rel_tol`` for figures measured without one."""
+        return max(r.low for r in self.readings) <= min(r.high for r in self.readings) * (1 + self.quantity.rel_tol)
+
+    def describe(self) -> str:
+        by = ", ".join(f"{k}={v}" for k, v in zip(self.quantity.by, self.group, strict=True))
+        figures = "; ".join(f"{r.dataset} {r.value:,.0f}" + (f" ({r.low:,.0f}–{r.high:,.0f})" if r.low != r.high else "")
+                            for r in self.readings)
+        return (f"{self.quantity.name} in {self.env} [{by}]: {figures} → {self.spread:.0%} apart, "
+                + ("agree" if self.agree else "DISAGREE: their claims render 未确认"))
+
+
+def _matches(member: Member, row) -> bool:
+    for column, wanted in member.where.items():
+        options = wanted if isinstance(wanted, tuple) else (wanted,)
+        if row[column] not in options:
+            return False
+    return True
+
+
+class Consistency:
+    def __init__(self, store: Store, quantities: tuple[Quantity, ...] = QUANTITIES):
+        self.store = store
+        self.quantities = quantities
+        self._validate()
+
+    def _validate(self) -> None:
+        """A declaration naming a dataset, column or selector value nothing has is a typo: fail, don't skip."""
+        for q in self.quantities:
+            for m in q.members:
+                schema = self.store.schema(m.dataset)
+                for column in (m.column, *m.where, *q.by):
+                    schema.column(column)
+                if self.store.partial:
+                    continue
+                frames = [self.store.frame(e, m.dataset) for e in self.store.sources(m.dataset, cited=False)]
+                for column, wanted in m.where.items():
+                    seen = set(pd.concat([f[column] for f in frames]).dropna()) if frames else set()
+                    options = wanted if isinstance(wanted, tuple) else (wanted,)
+                    if frames and not seen & set(options):
+                        raise UnknownName(f"measure/quantities.py: quantity {q.name!r}, member {m.dataset}: "
+                                          f"{column}={wanted!r} occurs in no environment's data")
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        """Every (quantity, environment, group) that at least two readings share."""
+        found = []
+        for q in self.quantities:
+            for env in self.store.environments:
+                if env.cited:
+                    continue
+                groups: dict[tuple, list[Reading]] = {}
+                for m in q.members:
+                    if not env.has(m.dataset):
+                        continue
+                    frame = self.store.frame(env, m.dataset)
+                    has_range = {f"{m.column}_min", f"{m.column}_max"} <= set(frame.columns)
+                    for _, row in frame.iterrows():
+                        if not _matches(m, row) or pd.isna(row[m.column]):
+                            continue
+                        value = float(row[m.column])
+                        low, high = value, value
+                        if has_range and not pd.isna(row[f"{m.column}_min"]) and not pd.isna(row[f"{m.column}_max"]):
+                            low, high = float(row[f"{m.column}_min"]), float(row[f"{m.column}_max"])
+                        groups.setdefault(tuple(row[b] for b in q.by), []).append(Reading(m.dataset, value, low, high))
+                found += [Verdict(q, env.name, key, tuple(r)) for key, r in groups.items() if len(r) > 1]
+        return found
+
+    def for_figure(self, env: str, dataset: str, column: str, row) -> Verdict | None:
+        """The verdict on the quantity that this row's figure belongs to, if any quantity declares it."""
+        for v in self.verdicts:
+            if v.env != env:
+                continue
+            for m in v.quantity.members:
+                if (m.dataset == dataset and m.column == column and _matches(m, row)
+                        and tuple(row[b] for b in v.quantity.by) == v.group):
+                    return v
+        return None
+
+
+def consistency_for(store: Store) -> Consistency:
+    """One check per store (the build renders every page against the same one)."""
+    cached = getattr(store, "_consistency", None)
+    if cached is None:
+        cached = Consistency(store)
+        object.__setattr__(store, "_consistency", cached)
+    return cached
