@@ -611,3 +611,46 @@ def test_other_load_generators_exports_are_read_under_vllms_names():
     assert g.request_per_s == pytest.approx(512 / 1.9282, rel=1e-3)  # completed requests over its own duration
     assert g.output_tok_s == pytest.approx(512 * 128 / 1.9282, rel=1e-3)
     assert g.tpot_median_ms == pytest.approx(0.0904, rel=1e-2) and g.ttft_median_ms == pytest.approx(134.94, rel=1e-3)
+
+
+def test_one_failing_experiment_does_not_stop_the_run(tmp_path, monkeypatch):
+    """On a rented GPU the experiments after a failing one must still run and be promoted; the failure is named,
+    its staged rows stay, and the run exits non-zero saying how to resume."""
+    from measure import experiment as registry
+    from measure.experiment import Experiment
+    from measure.harness import profiles, runner
+    from measure.schema import Column, DatasetSchema
+
+    good_rows = DatasetSchema(name="unitgood.rows", title={"zh": "好", "en": "good"}, key=("n",), columns=(Column("n", "int", "", "a row"),))
+    bad_rows = DatasetSchema(name="unitbad.rows", title={"zh": "坏", "en": "bad"}, key=("n",), columns=(Column("n", "int", "", "a row"),))
+
+    class Bad(Experiment):
+        name, title, datasets = "unitbad", {"zh": "坏", "en": "bad"}, (bad_rows,)
+
+        def plan(self, profile):
+            return []
+
+        def run(self, ctx):
+            ctx.record(bad_rows, {"n": 1})
+            raise RuntimeError("the server went away")
+
+    class Good(Experiment):
+        name, title, datasets = "unitgood", {"zh": "好", "en": "good"}, (good_rows,)
+
+        def plan(self, profile):
+            return []
+
+        def run(self, ctx):
+            ctx.record(good_rows, {"n": 2})
+
+    monkeypatch.setitem(registry._REGISTRY, "unitbad", Bad)
+    monkeypatch.setitem(registry._REGISTRY, "unitgood", Good)
+    monkeypatch.setattr(runner.srv, "reap_orphans", lambda log: None)
+    opts = runner.RunOptions(["unitbad", "unitgood"], profiles.PROFILES["cpu"], env_name="unit", data_root=tmp_path)
+    with pytest.raises(runner.ExperimentsFailed) as failure:
+        runner.run(opts)
+    message = str(failure.value)
+    assert "unitbad: RuntimeError: the server went away" in message and "--resume unitbad" in message
+    assert (tmp_path / "unit" / "unitgood.rows.csv").read_text().splitlines() == ["n", "2"]
+    assert not (tmp_path / "unit" / "unitbad.rows.csv").exists()
+    assert (tmp_path / ".staging" / "unit" / "unitbad.rows.csv").is_file()

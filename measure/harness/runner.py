@@ -252,6 +252,17 @@ class RunRefused(SystemExit):
     pass
 
 
+class ExperimentsFailed(SystemExit):
+    """Some experiments of the run failed; the others were promoted. Exits non-zero with what to do next."""
+
+    def __init__(self, failed: dict[str, str], promoted: list[str]):
+        self.failed = failed
+        lines = [f"  {name}: {why}" for name, why in failed.items()]
+        super().__init__(f"{len(failed)} experiment(s) failed (their logs are above; staged rows kept):\n" + "\n".join(lines)
+                         + (f"\npromoted: {', '.join(promoted)}" if promoted else "")
+                         + f"\nfix the cause, then continue with: nox -s measure -- --resume {' '.join(failed)}")
+
+
 class RunLock:
     """One run per data root: two runs would each take the other's live server for an orphan and stage into
     the same files. An advisory lock on ``DATA_ROOT/.run.lock``, freed by the kernel when the process dies."""
@@ -337,6 +348,7 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
         for exp in instances:
             exp.prepare(pool)
     promoted: list[str] = []
+    failed: dict[str, str] = {}
     try:
         for exp in instances:
             started = time.monotonic()
@@ -351,6 +363,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                 ctx.dataset_servers = {s.name: set(earlier[s.name]) for s in exp.datasets if s.name in earlier}
             try:
                 exp.run(ctx)
+            except Exception as exc:  # noqa: BLE001 - the run goes on: on a rented GPU the next experiments still fit
+                failed[exp.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: {exc}[/]\n"
+                              f"[yellow]its staged rows stay in {staging.dir}; the run goes on with the next experiment[/]")
+                continue
             finally:
                 ctx.close()
             planned = {server_id(spec, pool.model(spec.model_role), opts.profile) if pool.attached is None
@@ -396,7 +413,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                               | {(s,) for s in pool.records})
             promoted += done
             console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
+        if failed:
+            raise ExperimentsFailed(failed, [e.name for e in instances if e.name not in failed])
         staging.finish()
+    except ExperimentsFailed:
+        raise
     except BaseException as exc:
         kept = staging.staged_files()
         if kept:
