@@ -88,7 +88,8 @@ def test_chart_is_stable_and_carries_every_environment(store):
     a = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
     b = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
     assert a == b
-    assert "Fixture citation · not stated (cited)" in a and '"dash": "dash"' in a and "Test fixture: CPU · float" in a
+    assert "Fixture citation · Qwen3-Embedding-0.6B · not stated (cited)" in a and '"dash": "dash"' in a
+    assert "Test fixture: CPU · tiny Qwen3-Embedding-0.6B (2 layers, hidden 128) · float" in a
 
 
 def test_unconfirmed_and_not_measured_badges(store):
@@ -241,3 +242,21 @@ def test_a_quantity_declaring_a_selector_value_no_data_has_fails(fixture_root):
         Consistency(_with_roofline(fixture_root, 1.0), (typo,))
     with pytest.raises(UnknownName, match="column"):
         Consistency(_with_roofline(fixture_root, 1.0), (Quantity("c", "", typo.members, by=("modle",)),))
+
+
+def test_a_chart_series_never_mixes_models_and_names_the_tiny_stand_in(fixture_root):
+    import json
+
+    from measure.site.scan import make_store
+
+    csv = fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv"
+    csv.write_text(csv.read_text() + "all-MiniLM-L6-v2,real,1,float,20.0,900.0,5.0,3,1,0.2\n"
+                                     "all-MiniLM-L6-v2,real,4,float,20.0,3000.0,6.0,3,1,0.2\n")
+    html = render(make_store(fixture_root)).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s",
+                                                  color="encoding_format", env="fixture-cpu")
+    figure = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html).group(1))
+    names = [tr["name"] for tr in figure["data"]]
+    assert len(names) == 3 and len(set(names)) == 3  # MiniLM float, tiny float, tiny base64
+    minilm = next(tr for tr in figure["data"] if "all-MiniLM-L6-v2" in tr["name"])
+    assert minilm["y"] == [900.0, 3000.0]
+    assert any("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)

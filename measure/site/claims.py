@@ -23,7 +23,7 @@ from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
 from measure.site.consistency import Consistency, consistency_for
-from measure.site.labels import column_label
+from measure.site.labels import column_label, model_label
 from measure.store import Environment, Store, select
 
 
@@ -290,6 +290,9 @@ class ClaimRenderer:
         return [t("inconsistent", self.lang).format(quantity=verdict.quantity.name, figures=figures,
                                                     spread=f"{verdict.spread:.0%}")], ""
 
+    def _cell(self, column: str, value, digits: int | None) -> str:
+        return model_label(value, self.lang) if column == "model" else format_number(value, self.lang, digits)
+
     @property
     def consistency(self) -> Consistency:
         return consistency_for(self.store)
@@ -455,7 +458,7 @@ class ClaimRenderer:
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
             for _, row in rows.iterrows():
                 cells = "".join(
-                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(format_number(row[c.name], self.lang, digits.get(c.name)))}</td>"
+                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
                     for c in cols
                 )
                 reasons = self.row_reasons(schema, row, tolerance)
@@ -515,11 +518,18 @@ class ClaimRenderer:
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
         traces = []
+        # One series never mixes models: with a model column, each (environment, model) pair is its own series.
+        by_model = "model" in schema.by_column and color != "model"
         for env_obj, rows in frames:
-            groups = rows.groupby(color, sort=True) if color else [(None, rows)]
-            for group_value, part in groups:
+            keys = ([color] if color else []) + (["model"] if by_model else [])
+            groups = rows.groupby(keys, sort=True) if keys else [((), rows)]
+            for group_values, part in groups:
+                values = group_values if isinstance(group_values, tuple) else (group_values,)
+                color_value = values[0] if color else None
+                model = values[-1] if by_model else None
                 part = part.sort_values(x)
-                name = env_obj.label(self.lang) + (f" · {group_value}" if group_value is not None else "")
+                name = " · ".join(str(v) for v in (env_obj.label(self.lang), model_label(model, self.lang) if model else None,
+                                                  color_value) if v is not None)
                 if env_obj.cited:
                     name += f" ({t('cited', self.lang)})"
                 trace = {

@@ -185,3 +185,15 @@ def column_label(column: str, lang: str) -> str:
     """The reader's name of ``column``; its id where none is declared (a test forbids that)."""
     pair = COLUMN_LABELS.get(column)
     return pair[LANG_INDEX[lang]] if pair else column
+
+
+def model_label(name: str, lang: str) -> str:
+    """A served model's name for a reader: the CPU's scaled-down stand-ins say what they are (their figures show the
+    pipeline working, not the full model's speed)."""
+    from measure.models import TINY_TEXT
+
+    if not isinstance(name, str) or not name.startswith("tiny-"):
+        return name
+    base, layers, hidden = name[len("tiny-"):], TINY_TEXT["num_hidden_layers"], TINY_TEXT["hidden_size"]
+    return (f"{base} 缩小版（{layers} 层，隐藏维度 {hidden}）" if lang == "zh"
+            else f"tiny {base} ({layers} layers, hidden {hidden})")
