@@ -36,6 +36,11 @@ OVERHEAD = DatasetSchema(
         Column("slowdown_pct", "float", "%", "how much worse than without an adapter"),
         Column("base_value", "float", doc="without an adapter (tok/s or ms)", nullable=True),
         Column("adapter_value", "float", doc="through the adapter (tok/s or ms)", nullable=True),
+        Column("base_min", "float", doc="without an adapter, worst repeat", nullable=True),
+        Column("base_max", "float", doc="without an adapter, best repeat", nullable=True),
+        Column("adapter_min", "float", doc="through the adapter, worst repeat", nullable=True),
+        Column("adapter_max", "float", doc="through the adapter, best repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats per arm (the values are their medians)", nullable=True),
         Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds, "
                "highest batch", nullable=True, role=CLIENT_LOAD),
     ),
@@ -47,7 +52,10 @@ SLOTS_DATASET = DatasetSchema(
     columns=(
         Column("adapters", "int", "", "adapters requested in turn"),
         Column("max_loras", "int", "", "--max-loras slots"),
-        Column("tokens_per_s", "float", "tok/s", "generated tokens / wall time"),
+        Column("tokens_per_s", "float", "tok/s", "generated tokens / wall time, median of the repeats"),
+        Column("tokens_per_s_min", "float", "tok/s", "slowest timed repeat", nullable=True),
+        Column("tokens_per_s_max", "float", "tok/s", "fastest timed repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats", nullable=True),
         Column("client_cpu_max", "float", "", "the load generator's busiest worker, CPU seconds / wall seconds, "
                "highest batch", nullable=True, role=CLIENT_LOAD),
     ),
@@ -173,23 +181,25 @@ class Lora(Experiment):
                     tps[name].append(t)
                     ttft[name].append(f)
                     busiest = max(busiest, cpu)
-            base_tps, base_ttft = statistics.median(tps[base.name]), statistics.median(ttft[base.name])
             for r in RANKS:
-                a_tps, a_ttft = statistics.median(tps[f"rank{r}"]), statistics.median(ttft[f"rank{r}"])
-                ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "throughput", "base_value": base_tps,
-                                      "adapter_value": a_tps, "slowdown_pct": (base_tps - a_tps) / base_tps * 100,
-                                      "client_cpu_max": busiest})
-                ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": "ttft", "base_value": base_ttft,
-                                      "adapter_value": a_ttft, "slowdown_pct": (a_ttft - base_ttft) / base_ttft * 100,
-                                      "client_cpu_max": busiest})
+                arm = f"rank{r}"
+                for metric, values, worse in (("throughput", tps, lambda b, a: (b - a) / b), ("ttft", ttft, lambda b, a: (a - b) / b)):
+                    base_v, adapter_v = statistics.median(values[base.name]), statistics.median(values[arm])
+                    ctx.record(OVERHEAD, {"model": base.name, "rank": r, "metric": metric, "base_value": base_v,
+                                          "adapter_value": adapter_v, "slowdown_pct": worse(base_v, adapter_v) * 100,
+                                          "base_min": min(values[base.name]), "base_max": max(values[base.name]),
+                                          "adapter_min": min(values[arm]), "adapter_max": max(values[arm]),
+                                          "repeats": repeats, "client_cpu_max": busiest})
         if not all(ctx.done(SLOTS_DATASET, adapters=a, max_loras=SLOTS) for a in SLOT_ADAPTERS):
             server = ctx.server(slots)
             self.warm(ctx, ctx.client(server), [f"slot{i}" for i in range(max(SLOT_ADAPTERS))])
             for a in SLOT_ADAPTERS:
                 names = [f"slot{i % a}" for i in range(n)]
                 runs = [self.load(ctx, server, names) for _ in range(repeats)]
-                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS,
-                                           "tokens_per_s": statistics.median(r[0] for r in runs),
+                rates = [r[0] for r in runs]
+                ctx.record(SLOTS_DATASET, {"adapters": a, "max_loras": SLOTS, "tokens_per_s": statistics.median(rates),
+                                           "tokens_per_s_min": min(rates), "tokens_per_s_max": max(rates),
+                                           "repeats": len(rates),
                                            "client_cpu_max": max(r[2] for r in runs)})
         if not ctx.done(COMPAT, feature="speculative decoding (ngram)"):
             row = {"feature": "speculative decoding (ngram)"}
