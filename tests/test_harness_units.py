@@ -654,3 +654,10 @@ def test_one_failing_experiment_does_not_stop_the_run(tmp_path, monkeypatch):
     assert (tmp_path / "unit" / "unitgood.rows.csv").read_text().splitlines() == ["n", "2"]
     assert not (tmp_path / "unit" / "unitbad.rows.csv").exists()
     assert (tmp_path / ".staging" / "unit" / "unitbad.rows.csv").is_file()
+
+
+def test_provenance_names_the_startup_dataset_as_the_schema_does():
+    from measure.experiment import STARTUP
+    from measure.harness import provenance
+
+    assert provenance.STARTUP_DATASET == STARTUP.name

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from measure.harness.profiles import cpu_cores
@@ -137,3 +138,71 @@ def environment_label(hw: dict, sw: dict) -> dict[str, str]:
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+STARTUP_DATASET = "servers.startup"  # measure.experiment.STARTUP's name (importing it here would be circular)
+
+
+def servers_in_use(provenance: dict) -> dict:
+    """The provenance's server records that some dataset other than the start-up facts refers to. The rest
+    belong to runs whose datasets were re-measured with other servers since; they go, and their start-up rows
+    with them (``Staging.keep_only``), so the start-up table lists the servers behind the published data."""
+    in_use = {s for name, d in (provenance.get("datasets") or {}).items() if name != STARTUP_DATASET
+              for s in d.get("servers", [])}
+    return {k: v for k, v in (provenance.get("servers") or {}).items() if k in in_use}
+
+
+@dataclass
+class RunFacts:
+    """What a run knows of where and with what it measures: the provenance of everything it promotes."""
+
+    env_name: str
+    hardware: dict
+    software: dict
+    profile: str
+    fingerprints: dict[str, str]
+    attached: dict[str, str] | None = None  # attach mode: role -> the server's base URL
+    resumed_from: dict | None = None  # the interrupted run's record, when this run resumed it
+
+    def environment(self) -> tuple[dict, dict]:
+        """(hardware, label) of the environment. Attached, the server runs elsewhere: we know only what it
+        reports and what the user declared."""
+        if self.attached is None:
+            return self.hardware, environment_label(self.hardware, self.software)
+        hardware = {"attached": True, "gpus": [], "servers": dict(self.attached),
+                    "client": {k: self.hardware.get(k) for k in ("host", "cpu", "cpu_count")}}
+        version = self.software.get("vllm")
+        return hardware, {"zh": f"附着测量：{self.env_name}，vLLM {version}", "en": f"Attached: {self.env_name}, vLLM {version}"}
+
+    def record_experiment(self, current: dict, *, experiment: str, datasets: list[str], promoted_now: list[str],
+                          dataset_servers: dict[str, set[str]], planned: set[str], server_records: dict,
+                          kept_older: bool, revision: str, date: str) -> dict:
+        """``current`` (the environment's provenance.json) after promoting ``promoted_now`` of ``experiment``:
+        its datasets name the servers behind them, and every server keeps its full command. ``kept_older``: the
+        run measured only missing datasets, so the others keep their own provenance."""
+        hardware, label = self.environment()
+        current.update({
+            "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": self.software,
+            "profile": self.profile if self.attached is None else "attach", "label": label,
+        })
+        servers = current.setdefault("servers", {})
+        servers.update(server_records)
+        recorded = current.setdefault("datasets", {})
+        for name in datasets:
+            if name in promoted_now:
+                recorded[name] = {"experiment": experiment, "date": date, "code_revision": revision,
+                                  "servers": sorted(dataset_servers.get(name, planned)), "software": self.software}
+        servers = current["servers"] = servers_in_use(current)
+        recorded[STARTUP_DATASET] = {"experiment": "harness", "date": date, "code_revision": revision,
+                                     "servers": sorted(servers)}
+        before = current.setdefault("experiments", {}).get(experiment, {})
+        measured = set(promoted_now) - {STARTUP_DATASET}
+        current["experiments"][experiment] = {
+            "fingerprint": self.fingerprints[experiment], "date": date, "code_revision": revision,
+            "software": self.software,
+            "datasets": sorted(measured | (set(before.get("datasets", [])) if kept_older else set())),
+            **({"partial": "only missing datasets were measured; a plain run re-measures all"} if kept_older else {}),
+            **({"resumed_from": {k: self.resumed_from.get(k) for k in ("started", "code_revision")}
+                | {"host": (self.resumed_from.get("hardware") or {}).get("host")}} if self.resumed_from else {}),
+        }
+        return current

@@ -68,13 +68,7 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
 
 
-def servers_in_use(provenance: dict) -> dict:
-    """The provenance's server records that some dataset other than the start-up facts refers to. The rest
-    belong to runs whose datasets were re-measured with other servers since; they go, and their start-up rows
-    with them (``Staging.keep_only``), so the start-up table lists the servers behind the published data."""
-    in_use = {s for name, d in (provenance.get("datasets") or {}).items() if name != STARTUP.name
-              for s in d.get("servers", [])}
-    return {k: v for k, v in (provenance.get("servers") or {}).items() if k in in_use}
+servers_in_use = prov.servers_in_use  # where the tests and older callers look for it
 
 
 def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
@@ -347,6 +341,8 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
     if pool.attached is None:
         for exp in instances:
             exp.prepare(pool)
+    facts = prov.RunFacts(env_name, hw, sw, opts.profile.name, prints, resumed_from=previous,
+                          attached=None if pool.attached is None else {r: a.base_url for r, a in pool.attached.items()})
     promoted: list[str] = []
     failed: dict[str, str] = {}
     try:
@@ -374,38 +370,12 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                        else f"attached-{spec.model_role}" for spec in exp.servers(opts.profile) if pool.has(spec.model_role)}
             revision, date = prov.code_revision(), prov.now()
 
-            def update(current: dict, promoted_now: list[str], exp=exp, planned=planned, revision=revision, date=date) -> dict:
-                if pool.attached is None:
-                    hardware, label = hw, prov.environment_label(hw, sw)
-                else:  # the server runs elsewhere: we know only what it reports and what the user declared
-                    hardware = {"attached": True, "gpus": [], "client": {k: hw.get(k) for k in ("host", "cpu", "cpu_count")},
-                                "servers": {r: s.base_url for r, s in pool.attached.items()}}
-                    label = {"zh": f"附着测量：{env_name}，vLLM {sw.get('vllm')}", "en": f"Attached: {env_name}, vLLM {sw.get('vllm')}"}
-                current.update({
-                    "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": sw,
-                    "profile": opts.profile.name if pool.attached is None else "attach", "label": label,
-                })
-                servers = current.setdefault("servers", {})
-                servers.update(pool.records)
-                datasets = current.setdefault("datasets", {})
-                for schema in exp.datasets:
-                    if schema.name in promoted_now:
-                        used = ctx.dataset_servers.get(schema.name, planned)  # noqa: B023 - called before ctx changes
-                        datasets[schema.name] = {"experiment": exp.name, "date": date, "code_revision": revision,
-                                                 "servers": sorted(used), "software": sw}
-                servers = current["servers"] = servers_in_use(current)
-                datasets[STARTUP.name] = {"experiment": "harness", "date": date, "code_revision": revision,
-                                          "servers": sorted(servers)}
-                record = current.setdefault("experiments", {}).get(exp.name, {})
-                partial = bool(ctx.published)  # noqa: B023 - older datasets keep their own provenance
-                current["experiments"][exp.name] = {
-                    "fingerprint": prints[exp.name], "date": date, "code_revision": revision, "software": sw,  # noqa: B023
-                    "datasets": sorted(set(promoted_now) - {STARTUP.name} | (set(record.get("datasets", [])) if partial else set())),
-                    **({"partial": "only missing datasets were measured; a plain run re-measures all"} if partial else {}),
-                    **({"resumed_from": {k: previous.get(k) for k in ("started", "code_revision")}
-                        | {"host": (previous.get("hardware") or {}).get("host")}} if previous is not None else {}),
-                }
-                return current
+            def update(current: dict, promoted_now: list[str], exp=exp, ctx=ctx, planned=planned, revision=revision,
+                       date=date) -> dict:
+                return facts.record_experiment(
+                    current, experiment=exp.name, datasets=[d.name for d in exp.datasets], promoted_now=promoted_now,
+                    dataset_servers=ctx.dataset_servers, planned=planned, server_records=pool.records,
+                    kept_older=bool(ctx.published), revision=revision, date=date)
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
             # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
