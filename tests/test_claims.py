@@ -260,3 +260,13 @@ def test_a_chart_series_never_mixes_models_and_names_the_tiny_stand_in(fixture_r
     minilm = next(tr for tr in figure["data"] if "all-MiniLM-L6-v2" in tr["name"])
     assert minilm["y"] == [900.0, 3000.0]
     assert any("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)
+
+
+def test_categorical_values_read_in_chinese_on_zh_pages_and_stay_selectable(store):
+    zh = render(store, "zh").table("pooling.embedding_throughput")
+    assert "未说明" in zh and ">not stated<" not in zh  # the cited row's encoding_format
+    assert "not stated" in render(store, "en").table("pooling.embedding_throughput")
+    # pages still select on the data's own value
+    r = render(store, "zh")
+    r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, encoding_format="not stated")
+    assert r.claims[-1].status == "cited"

@@ -661,3 +661,23 @@ def test_provenance_names_the_startup_dataset_as_the_schema_does():
     from measure.harness import provenance
 
     assert provenance.STARTUP_DATASET == STARTUP.name
+
+
+def test_the_readme_path_finds_this_machines_committed_data_up_to_date():
+    """A fresh clone on a machine like CI's plans to re-measure nothing: every experiment the CPU profile can run
+    here was measured with this code and this software (else the committed data are stale: re-measure them)."""
+    import re
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "measure", "run", "--dry-run", "--profile", "cpu"], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env=os.environ | {"COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr  # the plan is console (stderr) output
+    env = re.search(r"plan: profile cpu → data/([^/]+)/", text)
+    assert env, text[-2000:]
+    if not (REPO / "data" / env.group(1)).is_dir():
+        pytest.skip(f"no committed data for {env.group(1)} (another kind of machine)")
+    stale = re.findall(r"^\s+(\w+): will run", text, flags=re.M)
+    assert not stale, (f"committed data in data/{env.group(1)} are stale for {stale}: re-measure with "
+                       f"`nox -s measure -- {' '.join(stale)}` and commit the data")

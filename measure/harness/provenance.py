@@ -127,13 +127,13 @@ def default_env_name(profile: str, hw: dict) -> str:
 
 
 def environment_label(hw: dict, sw: dict) -> dict[str, str]:
+    vllm = sw.get("vllm") or "?"
     if hw.get("gpus"):
         g = hw["gpus"][0]
-        what = f"{len(hw['gpus'])}× {g['name']}"
+        what = {"zh": f"{len(hw['gpus'])}× {g['name']}", "en": f"{len(hw['gpus'])}× {g['name']}"}
     else:
-        what = f"CPU {hw.get('cpu_count')} cores"
-    vllm = sw.get("vllm") or "?"
-    return {"zh": f"本站实测：{what}，vLLM {vllm}", "en": f"Ours: {what}, vLLM {vllm}"}
+        what = {"zh": f"CPU {hw.get('cpu_count')} 核", "en": f"CPU {hw.get('cpu_count')} cores"}
+    return {"zh": f"本站实测：{what['zh']}，vLLM {vllm}", "en": f"Ours: {what['en']}, vLLM {vllm}"}
 
 
 def now() -> str:

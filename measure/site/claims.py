@@ -23,7 +23,7 @@ from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
 from measure.site.consistency import Consistency, consistency_for
-from measure.site.labels import column_label, model_label
+from measure.site.labels import column_label, model_label, value_label
 from measure.store import Environment, Store, select
 
 
@@ -246,7 +246,7 @@ class ClaimRenderer:
             raw = rows.iloc[0][column]
             number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
             shown_unit = col.unit if unit is None else unit
-            text = format_number(number, self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
+            text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
             reasons = self.row_reasons(schema, rows.iloc[0], tolerance)
             note = ""
@@ -291,7 +291,9 @@ class ClaimRenderer:
                                                     spread=f"{verdict.spread:.0%}")], ""
 
     def _cell(self, column: str, value, digits: int | None) -> str:
-        return model_label(value, self.lang) if column == "model" else format_number(value, self.lang, digits)
+        if column == "model":
+            return model_label(value, self.lang)
+        return format_number(value_label(value, self.lang), self.lang, digits)
 
     @property
     def consistency(self) -> Consistency:
@@ -529,7 +531,7 @@ class ClaimRenderer:
                 model = values[-1] if by_model else None
                 part = part.sort_values(x)
                 name = " · ".join(str(v) for v in (env_obj.label(self.lang), model_label(model, self.lang) if model else None,
-                                                  color_value) if v is not None)
+                                                  value_label(color_value, self.lang)) if v is not None)
                 if env_obj.cited:
                     name += f" ({t('cited', self.lang)})"
                 trace = {

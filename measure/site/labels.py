@@ -197,3 +197,42 @@ def model_label(name: str, lang: str) -> str:
     base, layers, hidden = name[len("tiny-"):], TINY_TEXT["num_hidden_layers"], TINY_TEXT["hidden_size"]
     return (f"{base} 缩小版（{layers} 层，隐藏维度 {hidden}）" if lang == "zh"
             else f"tiny {base} ({layers} layers, hidden {hidden})")
+
+
+# Chinese for the categorical values the datasets write in English (they stay the selector values pages use).
+VALUE_ZH = {
+    # eager
+    "default": "默认", "eager": "eager", "cold": "冷", "warm": "热",
+    "multimodal time to first token": "多模态首 token 时间",
+    "output throughput at 32 in flight": "32 个请求在途时的输出吞吐",
+    "start-up, warm caches": "启动（缓存已热）",
+    "time per output token at 1 in flight": "1 个请求在途时每个输出 token 的时间",
+    # fidelity and load generators
+    "client": "客户端", "neither": "都没有", "none": "无", "vLLM API server": "vLLM API 服务器",
+    "flat out": "全速", "paced": "按节奏",
+    "ITL median": "ITL 中位数", "TPOT median": "TPOT 中位数", "TTFT mean": "TTFT 均值", "TTFT median": "TTFT 中位数",
+    "end-to-end median": "端到端中位数", "latency median (to headers)": "延迟中位数（到响应头）",
+    "output throughput": "输出吞吐", "request throughput": "请求吞吐", "chat": "对话", "embeddings": "嵌入",
+    "this site": "本站", "vLLM's own": "vLLM 自带",
+    # LoRA
+    "speculative decoding (ngram)": "投机解码（ngram）", "largest slowdown reported": "报告的最大变慢",
+    "smallest slowdown reported": "报告的最小变慢", "throughput": "吞吐", "ttft": "首 token 时间",
+    # multimodal
+    "8 GB card emulated": "模拟 8GB 显卡", "8 GB laptop card": "8GB 笔记本显卡", "whole device": "整张卡",
+    "count only": "只限数量", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
+    # parallelism, pooling
+    "shared memory (CPU backend, one host)": "共享内存（CPU 后端，单机）", "not stated": "未说明", "prefill": "prefill",
+    # security
+    "a path that does not exist": "不存在的路径", "a system file": "系统文件", "a system folder": "系统目录",
+    "the server's working folder": "服务器的工作目录", "--allowed-local-media-path set": "设置了 --allowed-local-media-path",
+    "allowed name redirecting to loopback": "允许的名字重定向到回环地址", "file:// URL": "file:// URL",
+    "loopback, closed port": "回环地址，关闭的端口", "loopback, open port": "回环地址，开放的端口",
+    "non-image content type": "非图像的内容类型",
+}
+
+
+def value_label(value, lang: str):
+    """A categorical value as a reader of ``lang`` reads it (values are English in the data)."""
+    if lang == "zh" and isinstance(value, str):
+        return VALUE_ZH.get(value, value)
+    return value
