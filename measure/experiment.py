@@ -37,10 +37,13 @@ class ServerSpec:
     # True where only the start-up facts are wanted (KV cache size, encoder budget): the server is stopped as soon
     # as vLLM has logged them, before CUDA-graph capture and warm-up. Such a server has no start-up time.
     facts_only: bool = False
+    # Another vLLM release than the run's own: the server runs in that release's virtualenv (`nox -s vllm_versions`).
+    vllm: str = ""
 
     @property
     def key(self) -> tuple:
         marks = tuple(m for m, on in (("alone", self.starts_alone), ("facts-only", self.facts_only)) if on)
+        marks += (f"vllm {self.vllm}",) if self.vllm else ()
         return (self.model_role, self.args, self.env) + ((marks,) if marks else ())
 
     @property

@@ -7,27 +7,20 @@ service's own log, not by guessing from error text.
 
 from __future__ import annotations
 
-import http.server
-import ipaddress
 import json
 import shutil
-import socket
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
 from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.harness.context import console
+from measure.harness.probes import ALLOWED_DOMAIN, API_KEY, InternalService, assert_loopback, closed_port
 from measure.harness.profiles import vision_unavailable
 from measure.harness.server import STATE_DIR
 from measure.schema import Column, DatasetSchema
 
-API_KEY = "field-notes-probe-key"
-ALLOWED_DOMAIN = "localhost"  # resolves to loopback everywhere, so the allow-list case never leaves the machine
-# POST routes whose handler changes server state even with an empty body: listed, never called.
 STATEFUL = ("sleep", "wake_up", "reset", "collective_rpc", "scale", "pause", "resume", "shutdown", "start_profile",
             "stop_profile", "update_weights", "init_weight", "abort")
 
@@ -72,59 +65,6 @@ MEDIA_FETCH = DatasetSchema(
         Column("elapsed_ms", "float", "ms"),
     ),
 )
-
-
-def assert_loopback(url: str) -> None:
-    """The experiment refuses any target that is not on this machine."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return
-    except ValueError:
-        pass
-    raise ValueError(f"refusing non-loopback target {url!r}: security probes stay on 127.0.0.1")
-
-
-class InternalService:
-    """A loopback HTTP server that logs every request; /redirect answers 302 to /secret."""
-
-    def __init__(self):
-        self.hits: list[str] = []
-        service = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's naming
-                service.hits.append(self.path)
-                if self.path.startswith("/redirect"):
-                    self.send_response(302)
-                    self.send_header("Location", f"http://127.0.0.1:{service.port}/secret")
-                    self.end_headers()
-                    return
-                body = b"internal data, not an image"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-
-
-def closed_port() -> int:
-    """A loopback port with nothing listening (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @register

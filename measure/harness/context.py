@@ -17,6 +17,7 @@ from measure.harness.client import Client
 from measure.harness.loadgen import LoadGenerator
 from measure.harness.profiles import Profile, server_env
 from measure.harness.staging import Staging
+from measure.harness.versions import python_for
 from measure.models import ModelRef, resolve
 from measure.schema import DatasetSchema
 
@@ -120,7 +121,8 @@ class ServerPool:
             log = self.log_dir / f"{sid}.log"
             console.print(f"[bold]starting vLLM[/] {sid}" + (f" (together with {len(group) - 1} more)" if len(group) > 1
                           else "") + (" for its start-up facts only" if spec.facts_only else "") + f" …  (log: {log})")
-            server = srv.spawn(model.server_args, model.name, server_args(spec, self.profile), env, log, python=self.python)
+            python = str(python_for(spec.vllm)) if spec.vllm else self.python
+            server = srv.spawn(model.server_args, model.name, server_args(spec, self.profile), env, log, python=python)
             started.append((spec, sid, model, env, server))
         for spec, sid, model, env, server in started:
             try:
@@ -129,12 +131,13 @@ class ServerPool:
             except srv.ServerFailed as exc:
                 self.failed[sid] = exc
                 console.print(f"  [yellow]{sid} did not start[/]: {exc.reason[:200]}")
-                self._record(sid, model, env, server, staging, together=len(group), failed=exc.reason)
+                self._record(sid, model, env, server, staging, together=len(group), failed=exc.reason,
+                             python=server.command[0])
                 continue
             kv = server.facts.kv_cache_tokens
             console.print(f"  {sid}: " + ("facts logged" if spec.facts_only else f"ready in {server.startup_s:.0f} s")
                           + (f"; KV cache {kv:,} tokens" if kv else "; no KV cache reported"))
-            self._record(sid, model, env, server, staging, together=len(group))
+            self._record(sid, model, env, server, staging, together=len(group), python=server.command[0])
             if spec.facts_only:
                 # killed, not asked: on the H200 an engine stopped in CUDA-graph capture logged no shutdown after
                 # SIGTERM and the next start began only after the grace period; nothing of it is kept but its log
@@ -142,10 +145,10 @@ class ServerPool:
             self.live[sid] = server
 
     def _record(self, sid: str, model: ModelRef, env: dict, server: srv.Server, staging: Staging, together: int,
-                failed: str | None = None) -> None:
+                failed: str | None = None, python: str | None = None) -> None:
         """The server's provenance (its full command even when it ``failed`` to start: that is the finding) and,
         if it started, its start-up row."""
-        local = lambda text: srv.portable(str(text), self.python)  # noqa: E731 - provenance names no local path
+        local = lambda text: srv.portable(str(text), python or self.python)  # noqa: E731 - provenance names no local path
         record = {
             "model": model.name, "model_path": local(model.path), "architecture": model.architecture,
             "weights": model.weights, "command": [local(a) for a in server.command],

@@ -60,7 +60,8 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     source = Path(inspect.getfile(type(exp))).read_bytes()
     inputs = repr((
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
-         + ((profile.colocate_args,) if shares_device(s, profile) else ()) for s in exp.servers(profile)],
+         + ((profile.colocate_args,) if shares_device(s, profile) else ()) + ((s.vllm,) if s.vllm else ())
+         for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), torch_release(software.get("torch")),
     ))

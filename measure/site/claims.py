@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -479,6 +480,37 @@ class ClaimRenderer:
             f"<tbody>{''.join(body)}</tbody></table></div>{missing}"
         )
 
+    def matrix(self, dataset: str, *, rows: str, columns: str, cell: str, env: str | None = None,
+               where: dict | None = None, key: str | None = None, missing_ok: bool = False) -> str:
+        """One dataset pivoted: a row per value of ``rows`` (in the data's order), a column per value of ``columns``
+        (releases sort by their numbers), each cell the row's ``cell``; a combination nobody measured shows —."""
+        schema = self.store.schema(dataset)
+        for name in (rows, columns, cell):
+            schema.column(name)
+        frames = [(e, f) for e, f in self._frames(dataset, env, where or {}, missing_ok) if not e.cited]
+        claim_key = key or f"{dataset}:matrix:{rows}:{columns}"
+        self._record(key=claim_key, kind="table", status="measured" if frames else "not_measured", dataset=dataset,
+                     detail=", ".join(e.name for e, _ in frames))
+        if not frames:
+            return self.badge("not_measured", dataset)
+        data = pd.concat([f for _, f in frames])
+        if data.duplicated([rows, columns]).any():
+            raise UnknownName(f"{self.page}: matrix of {dataset}: several rows share one ({rows}, {columns}); narrow it"
+                              " with where= or env=")
+        heads = sorted(data[columns].dropna().unique(), key=_release_order)
+        lookup = {(r[rows], r[columns]): r[cell] for _, r in data.iterrows()}
+        head = "".join(f"<th>{html.escape(str(v))}</th>" for v in heads)
+        body = []
+        for label in dict.fromkeys(data[rows]):
+            cells = "".join(
+                "<td>—</td>" if (label, v) not in lookup or pd.isna(lookup[(label, v)])
+                else f"<td>{html.escape(self._cell(cell, lookup[(label, v)], None))}</td>" for v in heads)
+            body.append(f"<tr><th>{html.escape(str(value_label(label, self.lang)))}</th>{cells}</tr>")
+        sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        return (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
+                f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+                f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
+
     def chart(
         self,
         dataset: str,
@@ -589,21 +621,22 @@ class ClaimRenderer:
                 "array": [None if pd.isna(h) else _json_value(h - m) for h, m in zip(part[high], part[y], strict=True)],
                 "arrayminus": [None if pd.isna(lo) else _json_value(m - lo) for lo, m in zip(part[low], part[y], strict=True)]}
 
-    # Names the pages may call; anything else is undefined and fails the build.
     def macros(self) -> dict:
-        return {
-            "value": self.value,
-            "table": self.table,
-            "chart": self.chart,
-            "unconfirmed": self.unconfirmed,
-            "not_measured": self.not_measured,
-            "compare": self.compare,
-        }
+        return {name: getattr(self, name) for name in MACROS}
+
+
+# The claim macros pages may call (the site's and the page scanner's alike); anything else fails the build.
+MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare")
 
 
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
 # enough (an escaped <img onerror> still ran in Chromium): text from data gets look-alike characters instead.
 PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
+
+
+def _release_order(version) -> tuple:
+    """0.8.5.post2 < 0.10.2 < 0.14.0: releases compare by their numbers, not as text."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+-]", str(version)))
 
 
 def _plotly_text(v):

@@ -6,8 +6,22 @@ A column name means the same thing in every dataset that uses it; a page can sti
 
 from __future__ import annotations
 
+import re
+
 # column id: (zh, en)
 COLUMN_LABELS: dict[str, tuple[str, str]] = {
+    "vllm_version": ("vLLM 版本", "vLLM release"),
+    "installed": ("装上了", "installed"),
+    "server_started": ("服务器启动了", "server started"),
+    "reason": ("原因", "reason"),
+    "group": ("类别", "kind"),
+    "probe": ("探测", "probe"),
+    "outcome": ("结果", "outcome"),
+    "fetched": ("探测服务收到的路径", "paths our service was asked for"),
+    "base_min": ("基座最差一轮", "base, worst repeat"),
+    "base_max": ("基座最好一轮", "base, best repeat"),
+    "adapter_min": ("适配器最差一轮", "adapter, worst repeat"),
+    "adapter_max": ("适配器最好一轮", "adapter, best repeat"),
     "accepted": ("被接受", "accepted"),
     "accepted_tokens": ("接受的草稿 token", "accepted draft tokens"),
     "achieved_tflops": ("达到的 TFLOPS", "achieved TFLOPS"),
@@ -228,11 +242,28 @@ VALUE_ZH = {
     "allowed name redirecting to loopback": "允许的名字重定向到回环地址", "file:// URL": "file:// URL",
     "loopback, closed port": "回环地址，关闭的端口", "loopback, open port": "回环地址，开放的端口",
     "non-image content type": "非图像的内容类型",
+    # security per release
+    "auth": "认证", "runtime LoRA": "运行时 LoRA", "media fetch": "媒体下载", "server did not start": "服务器没有启动",
+    "image URL on 127.0.0.1": "指向 127.0.0.1 的图像 URL", "allowed name redirecting to 127.0.0.1": "允许的名字重定向到 127.0.0.1",
+    "backslash: 127.0.0.1 before, localhost after": "反斜杠：前面是 127.0.0.1，后面是 localhost",
+    "backslash: localhost before, 127.0.0.1 after": "反斜杠：前面是 localhost，后面是 127.0.0.1",
+    "load an adapter from /etc/hostname (with the key)": "从 /etc/hostname 加载适配器（带密钥）",
 }
+# Values built from parts (security_versions' probes and outcomes): translated part by part.
+_PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.compile(r"^fetched (.+)$"), "取了 {}"),
+             (re.compile(r"^not fetched \((\d+)\)$"), "没有取（{}）"))
 
 
 def value_label(value, lang: str):
     """A categorical value as a reader of ``lang`` reads it (values are English in the data)."""
-    if lang == "zh" and isinstance(value, str):
-        return VALUE_ZH.get(value, value)
+    if lang != "zh" or not isinstance(value, str):
+        return value
+    if value in VALUE_ZH:
+        return VALUE_ZH[value]
+    if " · " in value:
+        return " · ".join(str(value_label(part, lang)) for part in value.split(" · "))
+    for pattern, template in _PATTERNS:
+        m = pattern.match(value)
+        if m:
+            return template.format(m.group(1))
     return value

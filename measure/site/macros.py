@@ -1,6 +1,6 @@
 """mkdocs-macros entry point: the claim vocabulary, bound to the page being rendered.
 
-Pages may call: value, table, chart, unconfirmed, not_measured, compare, claims_status, reproduce.
+Pages may call: value, table, chart, matrix, unconfirmed, not_measured, compare, claims_status, reproduce.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from measure.site import stash
-from measure.site.claims import TEXT, ClaimRenderer
+from measure.site.claims import MACROS, TEXT, ClaimRenderer
 from measure.site.scan import data_url_for, make_store, open_claims, page_base, page_lang, scan_pages
 
 STATUS_TEXT = {
@@ -47,7 +47,7 @@ def define_env(env):
         call.__doc__ = getattr(ClaimRenderer, name).__doc__
         return call
 
-    for name in ("value", "table", "chart", "unconfirmed", "not_measured", "compare"):
+    for name in MACROS:
         env.macro(bind(name), name)
 
     def stashed(function):

