@@ -1,6 +1,7 @@
 """Harness units on recorded text and on pure functions: log parsing, metrics deltas, layouts, parameter counts."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -681,3 +682,65 @@ def test_the_readme_path_finds_this_machines_committed_data_up_to_date():
     stale = re.findall(r"^\s+(\w+): will run", text, flags=re.M)
     assert not stale, (f"committed data in data/{env.group(1)} are stale for {stale}: re-measure with "
                        f"`nox -s measure -- {' '.join(stale)}` and commit the data")
+
+
+def _fake_openai_server(routes: dict[str, tuple[int, str]]):
+    """A loopback HTTP server answering GET PATH with (status, body) from ``routes``, 404 elsewhere."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            status, body = routes.get(self.path, (404, "not found"))
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body.encode())))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.mark.parametrize("routes, why", [
+    ({}, "answered HTTP 404: not an OpenAI-compatible server"),
+    ({"/v1/models": (401, "")}, "--api-key"),
+    ({"/v1/models": (200, '{"data": []}')}, "lists no model"),
+    ({"/v1/models": (200, "[1, 2]")}, "expected"),
+    ({"/v1/models": (200, '{"data": [{"id": "m"}]}')}, "/version gave no vLLM version"),
+    ({"/v1/models": (200, '{"data": [{"id": "m"}]}'), "/version": (200, '{"version": "9.9.9"}'),
+      "/metrics": (200, "# nothing here\n")}, "no vllm: counters"),
+])
+def test_attach_refuses_what_is_not_a_vllm_and_says_why(routes, why):
+    from measure.harness.server import ServerFailed, attach
+
+    server, url = _fake_openai_server(routes)
+    try:
+        with pytest.raises(ServerFailed, match=re.escape(why)):
+            attach(url)
+    finally:
+        server.shutdown()
+
+
+def test_attach_mode_names_its_own_environment_and_never_writes_into_another(tmp_path):
+    import json
+
+    from measure.harness.runner import RunRefused, attached_env_name, refuse_foreign_environment
+
+    server, url = _fake_openai_server({"/v1/models": (200, '{"data": [{"id": "m"}]}'),
+                                       "/version": (200, '{"version": "9.9.9"}'), "/metrics": (200, "vllm:x 1\n")})
+    try:
+        port = url.rsplit(":", 1)[1]
+        assert attached_env_name([f"embedding={url}"], None) == f"attached-127-0-0-1-{port}-vllm-9-9-9"
+    finally:
+        server.shutdown()
+    local = tmp_path / "cpu-2c-x86-64"
+    local.mkdir()
+    (local / "provenance.json").write_text(json.dumps({"profile": "cpu"}))
+    with pytest.raises(RunRefused, match="never writes into them"):
+        refuse_foreign_environment(local)
+    (local / "provenance.json").write_text(json.dumps({"profile": "attach"}))
+    refuse_foreign_environment(local)  # an attached environment may be measured again

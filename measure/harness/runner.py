@@ -213,12 +213,15 @@ def run(opts: RunOptions) -> list[str]:
             console.print(f"[yellow]skipping {exp.name}: {reason}[/]")
             instances.remove(exp)
     hw = prov.hardware()
-    env_name = opts.env_name or prov.default_env_name(opts.profile.name, hw)
+    env_name = opts.env_name or (attached_env_name(opts.base_url, opts.api_key) if opts.base_url
+                                 else prov.default_env_name(opts.profile.name, hw))
     if not ENV_NAME.fullmatch(env_name):
         raise RunRefused(f"--env {env_name!r}: an environment is a plain folder name under the data root (letters, "
                          "digits, '.', '_', '-'; no '/' or '..')")
     sw = prov.software(opts.vllm_python)
     published = data_root / env_name
+    if opts.base_url:
+        refuse_foreign_environment(published)
     if opts.dry_run:
         sw, opts = planning_target(published, hw, sw, opts)
     prints, reasons = {}, {}
@@ -245,6 +248,29 @@ def run(opts: RunOptions) -> list[str]:
 
 class RunRefused(SystemExit):
     pass
+
+
+def attached_env_name(base_urls: list[str], api_key: str | None) -> str:
+    """Attach mode's own environment, named from the (first) attached server: ``attached-HOST-PORT-vllm-VERSION``,
+    so an attached run never lands in this machine's environment."""
+    from urllib.parse import urlsplit
+
+    item = base_urls[0]
+    url = item.split("=", 1)[1] if "=" in item.split("://")[0] else item
+    server = srv.attach(url, api_key)
+    where = urlsplit(server.base_url)
+    return f"attached-{prov.slug(f'{where.hostname}-{where.port or 80}')}-vllm-{prov.slug(server.facts.version or 'unknown')}"
+
+
+def refuse_foreign_environment(published: Path) -> None:
+    """Attach mode writes only environments that attach mode made: it never relabels or prunes another's data."""
+    path = published / PROVENANCE_FILE
+    if path.is_file():
+        profile = json.loads(path.read_text()).get("profile")
+        if profile != "attach":
+            raise RunRefused(f"{published} holds measurements of servers this harness started (profile {profile}); "
+                             "attach mode never writes into them: leave out --env (an attached environment is named "
+                             "after the server) or name a new one")
 
 
 class ExperimentsFailed(SystemExit):

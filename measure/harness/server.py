@@ -311,15 +311,39 @@ def _failure(server: Server, what: str) -> ServerFailed:
 
 
 def attach(base_url: str, api_key: str | None = None, model: str | None = None) -> Server:
-    """Use a server someone else runs; provenance comes from /version, /v1/models and /metrics."""
+    """Use a server someone else runs; provenance comes from /version, /v1/models and /metrics. Anything that is
+    not a vLLM (no vLLM version on /version, no vllm: counters on /metrics) is refused: its figures would be
+    published as vLLM's."""
+    base_url = base_url.rstrip("/")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        models = httpx.get(base_url.rstrip("/") + "/v1/models", headers=headers, timeout=15).json()["data"]
-    except (httpx.HTTPError, KeyError, ValueError) as exc:
-        raise ServerFailed(f"cannot reach {base_url}/v1/models ({exc}); is the server up, and is the API key right?") from exc
-    served = [m["id"] for m in models]
+        answer = httpx.get(base_url + "/v1/models", headers=headers, timeout=15)
+    except httpx.HTTPError as exc:
+        raise ServerFailed(f"cannot reach {base_url} ({type(exc).__name__}: {exc}); is the server up at that address?") from exc
+    if answer.status_code in (401, 403):
+        raise ServerFailed(f"{base_url}/v1/models answered HTTP {answer.status_code}: pass the server's key with --api-key")
+    if answer.status_code != 200:
+        raise ServerFailed(f"{base_url}/v1/models answered HTTP {answer.status_code}: not an OpenAI-compatible server "
+                           "(expected the list of served models); check the URL (no /v1 at its end)")
+    try:
+        served = [m["id"] for m in answer.json()["data"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ServerFailed(f"{base_url}/v1/models answered {answer.text[:120]!r}: expected "
+                           '{"data": [{"id": MODEL}, ...]}') from exc
+    if not served:
+        raise ServerFailed(f"{base_url}/v1/models lists no model: the server has nothing loaded to measure")
     if model and model not in served:
         raise ServerFailed(f"{base_url} serves {served}, not {model!r}")
-    server = Server(base_url.rstrip("/"), model or served[0], api_key=api_key, attached=True)
+    server = Server(base_url, model or served[0], api_key=api_key, attached=True)
     server.facts.version = server.version()
+    if not server.facts.version:
+        raise ServerFailed(f"{base_url}/version gave no vLLM version: this does not look like vLLM, and attach mode "
+                           "measures vLLM only")
+    try:
+        metrics = httpx.get(base_url + "/metrics", headers=headers, timeout=15).text
+    except httpx.HTTPError as exc:
+        raise ServerFailed(f"{base_url}/metrics did not answer ({exc}): vLLM serves its counters there") from exc
+    if "vllm:" not in metrics:
+        raise ServerFailed(f"{base_url}/metrics has no vllm: counters: this does not look like vLLM, and attach mode "
+                           "measures vLLM only")
     return server
