@@ -90,7 +90,8 @@ def define_env(env):
         title, lead = REPRODUCE_TEXT[lang]
         if pending:
             lead = PENDING_TEXT[lang].format(", ".join(pending)) + " " + lead
-        cmd = f"nox -s measure -- {' '.join(experiments)}\nnox -s build"
+        setup = "nox -s vllm_versions\n" if "security_versions" in experiments else ""  # its releases' virtualenvs
+        cmd = f"{setup}nox -s measure -- {' '.join(experiments)}\nnox -s build"
         envs = ", ".join(e.name for e in store.environments if not e.cited) or "-"
         return (
             f'<div class="admonition tip reproduce"><p class="admonition-title">{title}</p>'
