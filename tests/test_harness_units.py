@@ -596,6 +596,24 @@ def test_a_failed_start_is_reported_by_its_root_cause_not_vllms_generic_last_lin
     assert "See root cause above" in failure.log
 
 
+@pytest.mark.parametrize("log_text, reason", [
+    # vLLM 0.10.2 colours its prefixes; the reason is plain text
+    ("\x1b[1;36m(APIServer pid=18353)\x1b[0;0m pydantic_core._pydantic_core.ValidationError: 1 validation error\n",
+     "pydantic_core._pydantic_core.ValidationError: 1 validation error"),
+    # a release that does not know a flag fails in argparse, in lower case
+    ("usage: api_server.py [-h]\napi_server.py: error: unrecognized arguments: --allowed-media-domains localhost\n",
+     "api_server.py: error: unrecognized arguments: --allowed-media-domains localhost"),
+])
+def test_old_releases_start_failures_are_named_by_their_cause(tmp_path, log_text, reason):
+    from measure.harness import server as srv
+
+    log = tmp_path / "old.log"
+    log.write_text(log_text)
+    server = srv.Server.__new__(srv.Server)
+    server.command, server.log_path = ["python"], log
+    assert srv._failure(server, "vLLM exited with code 2 while starting").reason == reason
+
+
 def test_other_load_generators_exports_are_read_under_vllms_names():
     """AIPerf's "inter chunk latency" is vLLM's ITL and its "inter token latency" vLLM's TPOT; GuideLLM's "inter
     token latency" is vLLM's TPOT and it keeps no per-chunk times (recorded exports, 512 requests × 128 tokens)."""

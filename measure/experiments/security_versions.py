@@ -15,16 +15,17 @@ import time
 import httpx
 
 from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.harness import versions
 from measure.harness.context import console
 from measure.harness.probes import ALLOWED_DOMAIN, API_KEY, InternalService, assert_loopback
 from measure.harness.server import STATE_DIR, ServerFailed
-from measure.harness.versions import install_record, python_for
+from measure.harness.versions import RELEASES, install_record, python_for
 from measure.schema import Column, DatasetSchema
 
 # Why each release: 0.8.5 and 0.10.2 come before 0.11.0 (CVE-2025-6242's fix added the allow-list and the redirect
 # switch); 0.14.0 before and 0.14.1 after CVE-2026-24779's fix (two URL parsers reading a backslash differently);
 # 0.16.0 before CVE-2026-25960's fix (0.17.0); 0.26.0 is our GPU release; 0.32.0 our CPU release.
-VERSIONS = ("0.8.5.post2", "0.10.2.post2", "0.14.0", "0.14.1", "0.16.0", "0.26.0", "0.32.0")
+VERSIONS = tuple(RELEASES)
 
 INSTALLS = DatasetSchema(
     name="security_versions.installs",
@@ -99,12 +100,13 @@ class SecurityVersions(Experiment):
         return ServerSpec("vl", args, env, label=f"media-{version}", vllm=version)
 
     def installed(self) -> list[str]:
-        return [v for v in VERSIONS if python_for(v).is_file()]
+        """The releases this run will probe: those with a virtualenv, or all when it may build them."""
+        return list(VERSIONS) if versions.build_on_the_fly() else [v for v in VERSIONS if python_for(v).is_file()]
 
     def unavailable(self, profile, python):
         if not self.installed():
-            return ("no vLLM release has a virtualenv yet: `nox -s vllm_versions` makes them "
-                    f"({', '.join(VERSIONS)}; about 6 GB each)")
+            return ("no vLLM release has a virtualenv yet: `nox -s security_versions` builds, probes and removes "
+                    f"each in turn, `nox -s vllm_versions` makes and keeps them ({', '.join(VERSIONS)}; ~6 GB each)")
         return None
 
     def plan(self, profile):
@@ -119,14 +121,22 @@ class SecurityVersions(Experiment):
         for version in VERSIONS:
             if ctx.done(INSTALLS, vllm_version=version):
                 continue
-            record = install_record(version)
-            row = {"vllm_version": version, "installed": bool(record.get("installed")), "torch": record.get("torch"),
-                   "reason": record.get("reason")}
-            if row["installed"]:
-                row |= self.probe_text_server(ctx, version)
-                if row["server_started"] and "vl" in ctx.profile.models:
-                    self.probe_media(ctx, version)
-            ctx.record(INSTALLS, row)
+            built = versions.build_on_the_fly() and not python_for(version).is_file()
+            if built:
+                console.print(f"[bold]vLLM {version}[/]: making its virtualenv (removed after its probes)")
+            record = versions.build(version) if built else install_record(version)
+            try:
+                row = {"vllm_version": version, "installed": bool(record.get("installed")),
+                       "torch": record.get("torch"), "reason": record.get("reason")}
+                if row["installed"]:
+                    row |= self.probe_text_server(ctx, version)
+                    if row["server_started"] and "vl" in ctx.profile.models:
+                        self.probe_media(ctx, version)
+                ctx.record(INSTALLS, row)
+            finally:
+                if built:
+                    ctx.pool.stop()  # its servers run from that virtualenv
+                    versions.remove(version)
 
     def probe_text_server(self, ctx, version: str) -> dict:
         console.print(f"[bold]vLLM {version}[/]: auth and runtime-LoRA probes")

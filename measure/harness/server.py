@@ -55,6 +55,8 @@ ENGINE_EXIT_GRACE_S = 30.0
 
 
 EXCEPTION_LINE = re.compile(r"\b\w+(?:Error|Exception): ")
+ARGPARSE_ERROR = re.compile(r"\.py: error: ")  # a flag the release does not know: "api_server.py: error: unrecognized …"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ServerFailed(RuntimeError):
@@ -294,11 +296,12 @@ def wait_ready(server: Server, timeout_s: float, on_wait=None, until_logged: str
 
 def _failure(server: Server, what: str) -> ServerFailed:
     log = server.log_text()
-    lines = log.splitlines()
-    errors = [line for line in lines if "Error" in line or "ERROR" in line]
+    lines = [ANSI.sub("", line) for line in log.splitlines()]  # old releases colour their log prefixes
+    errors = [line for line in lines if "Error" in line or "ERROR" in line or ARGPARSE_ERROR.search(line)]
     # vLLM's last line ("Engine core initialization failed. See root cause above") names no cause: prefer the
     # exception it points at, without the process prefix.
-    causes = [line for line in errors if EXCEPTION_LINE.search(line) and "See root cause above" not in line]
+    causes = [line for line in errors if (EXCEPTION_LINE.search(line) or ARGPARSE_ERROR.search(line))
+              and "See root cause above" not in line]
     reason = (causes[-1] if causes else errors[-1] if errors else what).strip()
     reason = re.sub(r"^\(\w+ pid=\d+\)\s*", "", reason)
     tail = "\n".join(lines[-25:])
