@@ -287,3 +287,11 @@ def test_matrix_pivots_releases_in_number_order_and_marks_the_unmeasured(fixture
     assert "&lt;b&gt;" in html and "<b>" not in html
     with pytest.raises(UnknownName):
         r.matrix("security_versions.matrix", rows="probe", columns="vllm_versoin", cell="outcome")
+
+
+def test_a_table_of_chosen_columns_keeps_the_full_table_one_click_away(store):
+    compact = render(store).table("pooling.embedding_throughput", columns=["batch_size", "tokens_per_s"])
+    visible, hidden = compact.split('<details class="claim-full-table">')
+    assert ">latency (ms)</th>" not in visible and ">latency (ms)</th>" in hidden
+    assert "All 12 columns" in hidden
+    assert '<details class="claim-full-table">' not in render(store).table("pooling.embedding_throughput")

@@ -449,25 +449,12 @@ class ClaimRenderer:
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
-        head = "".join(
-            f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">'
-            f"{html.escape(labels.get(c.name) or column_label(c.name, self.lang))}"
-            f"{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
-            for c in cols
-        )
-        body, flagged = [], 0
-        for env_obj, rows in frames:
-            src = self._source_link(env_obj, dataset) + (self.badge("cited") if env_obj.cited else "")
-            row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
-            for _, row in rows.iterrows():
-                cells = "".join(
-                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
-                    for c in cols
-                )
-                reasons = self.row_reasons(schema, row, tolerance)
-                guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
-                flagged += bool(reasons)
-                body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
+        html_table, flagged = self._table_html(schema, frames, cols, labels, digits, tolerance)
+        full = [schema.column(c) for c in schema.header]
+        if columns and len(cols) < len(full):  # a compact view of the columns the text uses; all of them one click away
+            more, _ = self._table_html(schema, frames, full, labels, digits, tolerance)
+            summary = {"zh": f"全部 {len(full)} 列", "en": f"All {len(full)} columns"}[self.lang]
+            html_table += f'<details class="claim-full-table"><summary>{summary}</summary>{more}</details>'
         missing = self._saturated_note(schema, frames, claim_key)
         if tolerance and flagged:
             text = t("flagged_rows", self.lang).format(count=flagged)
@@ -475,10 +462,7 @@ class ClaimRenderer:
             missing += f'<p class="claim-flagged">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
         if status == "not_measured":
             missing += f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
-        return (
-            f'<div class="claim-table"><table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>{missing}"
-        )
+        return html_table + missing
 
     def matrix(self, dataset: str, *, rows: str, columns: str, cell: str, env: str | None = None,
                where: dict | None = None, key: str | None = None, missing_ok: bool = False) -> str:
@@ -510,6 +494,30 @@ class ClaimRenderer:
         return (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
                 f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
+
+    def _table_html(self, schema: DatasetSchema, frames, cols, labels: dict, digits: dict, tolerance) -> tuple[str, int]:
+        """The table of ``cols`` over every environment's rows, and how many rows carry a 未确认 mark."""
+        head = "".join(
+            f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">'
+            f"{html.escape(labels.get(c.name) or column_label(c.name, self.lang))}"
+            f"{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
+            for c in cols
+        )
+        body, flagged = [], 0
+        for env_obj, rows in frames:
+            src = self._source_link(env_obj, schema.name) + (self.badge("cited") if env_obj.cited else "")
+            row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
+            for _, row in rows.iterrows():
+                cells = "".join(
+                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
+                    for c in cols
+                )
+                reasons = self.row_reasons(schema, row, tolerance)
+                guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
+                flagged += bool(reasons)
+                body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
+        return (f'<div class="claim-table"><table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
+                f"<tbody>{''.join(body)}</tbody></table></div>", flagged)
 
     def chart(
         self,
