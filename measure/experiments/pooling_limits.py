@@ -36,6 +36,9 @@ ROOFLINE = DatasetSchema(
         Column("weights", "str"),
         Column("batch_size", "int", "inputs"),
         Column("tokens_per_s", "float", "tok/s", "prompt tokens / client latency, median"),
+        Column("tokens_per_s_min", "float", "tok/s", "slowest timed repeat", nullable=True),
+        Column("tokens_per_s_max", "float", "tok/s", "fastest timed repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats", nullable=True),
         Column("matmul_params", "int", "params", "weights each token is multiplied through (no embedding table, no LM head)"),
         Column("achieved_tflops", "float", "TFLOP/s", "tokens/s × 2 × matmul_params"),
         Column("peak_share_pct", "float", "%", "achieved / measured matmul peak"),
@@ -58,6 +61,9 @@ MEMORY = DatasetSchema(
         Column("kv_cache_tokens", "int", "tokens", nullable=True),
         Column("batch_size", "int", "inputs"),
         Column("tokens_per_s", "float", "tok/s", "median over repeats"),
+        Column("tokens_per_s_min", "float", "tok/s", "slowest timed repeat", nullable=True),
+        Column("tokens_per_s_max", "float", "tok/s", "fastest timed repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats", nullable=True),
     ),
 )
 
@@ -143,7 +149,14 @@ class PoolingLimits(Experiment):
             timed = self.requests(ctx, client, texts[:batch], ctx.sizes["repeats"])
             ctx.record(MEMORY, {"model": model.name, "setting": label, "kv_cache_gib": server.facts.kv_cache_gib,
                                 "kv_cache_tokens": server.facts.kv_cache_tokens, "batch_size": batch,
-                                "tokens_per_s": statistics.median(r.prompt_tokens / r.e2e_s for r in timed.results)})
+                                **self.rates(timed)})
+
+    @staticmethod
+    def rates(timed) -> dict:
+        """The batch's tokens/s: median of the timed repeats, with the slowest and the fastest."""
+        rates = [r.prompt_tokens / r.e2e_s for r in timed.results]
+        return {"tokens_per_s": statistics.median(rates), "tokens_per_s_min": min(rates),
+                "tokens_per_s_max": max(rates), "repeats": len(rates)}
 
     @staticmethod
     def requests(ctx, client, inputs, count: int):
@@ -157,7 +170,8 @@ class PoolingLimits(Experiment):
         before = server.metrics()
         timed = self.requests(ctx, client, inputs, ctx.sizes["repeats"])
         delta = server.metrics() - before
-        tokens_per_s = statistics.median(r.prompt_tokens / r.e2e_s for r in timed.results)
+        rates = self.rates(timed)
+        tokens_per_s = rates["tokens_per_s"]
         client_ms = statistics.median(r.e2e_s for r in timed.results) * 1000
 
         def mean_ms(name):
@@ -167,7 +181,7 @@ class PoolingLimits(Experiment):
         # The engine counts each input as a request: the histograms give the mean over the batch's inputs.
         engine = mean_ms("vllm:e2e_request_latency_seconds")
         achieved = tokens_per_s * 2 * params / 1e12
-        return {"model": model.name, "weights": model.weights, "batch_size": len(inputs), "tokens_per_s": tokens_per_s,
+        return {"model": model.name, "weights": model.weights, "batch_size": len(inputs), **rates,
                 "matmul_params": params, "achieved_tflops": achieved, "peak_share_pct": achieved / peak_tflops * 100,
                 "client_ms": client_ms, "engine_ms": engine, "queue_ms": mean_ms("vllm:request_queue_time_seconds"),
                 "prefill_ms": mean_ms("vllm:request_prefill_time_seconds"),
