@@ -205,6 +205,7 @@ def test_hostile_data_renders_as_text_and_runs_no_script(hostile_site, path):
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(hostile_site + path)
         page.wait_for_selector(".claim-chart svg.main-svg", timeout=15000)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # full tables too
         for link in page.locator(".claim-src, .claim-value").all()[:40]:  # hovering fires any onmouseover let through
             link.hover()
         assert page.evaluate("window.__pwned") is None
