@@ -272,7 +272,7 @@ def test_categorical_values_read_in_chinese_on_zh_pages_and_stay_selectable(stor
     assert r.claims[-1].status == "cited"
 
 
-def test_matrix_pivots_releases_in_number_order_and_marks_the_unmeasured(fixture_root):
+def test_matrix_pivots_releases_newest_first_by_number_and_marks_the_unmeasured(fixture_root):
     from measure.site.scan import make_store
 
     (fixture_root / "fixture-cpu" / "security_versions.matrix.csv").write_text(
@@ -282,7 +282,7 @@ def test_matrix_pivots_releases_in_number_order_and_marks_the_unmeasured(fixture
         "0.8.5,media fetch,default · image URL on 127.0.0.1,fetched <b>/x</b>,400,/x,\n")
     r = render(make_store(fixture_root), "zh")
     html = r.matrix("security_versions.matrix", rows="probe", columns="vllm_version", cell="outcome")
-    assert html.index("<th>0.8.5</th>") < html.index("<th>0.10.2</th>")  # 8 < 10, not "1" < "8"
+    assert html.index("<th>0.10.2</th>") < html.index("<th>0.8.5</th>")  # newest first, and 8 < 10 (not "1" < "8")
     assert "不带密钥：GET /metrics" in html and "<td>—</td>" in html  # 0.10.2 has no media row
     assert "&lt;b&gt;" in html and "<b>" not in html
     with pytest.raises(UnknownName):

@@ -467,7 +467,8 @@ class ClaimRenderer:
     def matrix(self, dataset: str, *, rows: str, columns: str, cell: str, env: str | None = None,
                where: dict | None = None, key: str | None = None, missing_ok: bool = False) -> str:
         """One dataset pivoted: a row per value of ``rows`` (in the data's order), a column per value of ``columns``
-        (releases sort by their numbers), each cell the row's ``cell``; a combination nobody measured shows —."""
+        (releases sort by their numbers, newest first), each cell the row's ``cell``; a combination nobody measured
+        shows —."""
         schema = self.store.schema(dataset)
         for name in (rows, columns, cell):
             schema.column(name)
@@ -481,7 +482,7 @@ class ClaimRenderer:
         if data.duplicated([rows, columns]).any():
             raise UnknownName(f"{self.page}: matrix of {dataset}: several rows share one ({rows}, {columns}); narrow it"
                               " with where= or env=")
-        heads = sorted(data[columns].dropna().unique(), key=_release_order)
+        heads = sorted(data[columns].dropna().unique(), key=_release_order, reverse=True)  # newest first: most read
         lookup = {(r[rows], r[columns]): r[cell] for _, r in data.iterrows()}
         head = "".join(f"<th>{html.escape(str(v))}</th>" for v in heads)
         body = []
