@@ -295,3 +295,11 @@ def test_a_table_of_chosen_columns_keeps_the_full_table_one_click_away(store):
     assert ">latency (ms)</th>" not in visible and ">latency (ms)</th>" in hidden
     assert "All 12 columns" in hidden
     assert '<details class="claim-full-table">' not in render(store).table("pooling.embedding_throughput")
+
+
+def test_a_table_row_whose_figure_disagrees_with_another_dataset_is_marked(fixture_root):
+    html = render(_with_roofline(fixture_root, 12345.6 * 1.5)).table("pooling.embedding_throughput")
+    row = next(r for r in html.split("<tr")[1:] if ">12,345.60<" in r or ">12,345.6<" in r)
+    assert "claim-unconfirmed" in row and "pooling_limits.roofline" in row
+    agreeing = render(_with_roofline(fixture_root, 12345.6)).table("pooling.embedding_throughput")
+    assert "pooling_limits.roofline" not in agreeing

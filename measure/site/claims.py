@@ -287,14 +287,28 @@ class ClaimRenderer:
             return [], ""
         if differs is not None:
             return [], t("differs", self.lang).format(why=differs)
-        figures = ", ".join(f"{r.dataset} {format_number(r.value, self.lang, 0)}" for r in verdict.readings)
-        return [t("inconsistent", self.lang).format(quantity=verdict.quantity.name, figures=figures,
-                                                    spread=f"{verdict.spread:.0%}")], ""
+        return [self._disagreement(verdict)], ""
 
     def _cell(self, column: str, value, digits: int | None) -> str:
         if column == "model":
             return model_label(value, self.lang)
         return format_number(value_label(value, self.lang), self.lang, digits)
+
+    def _row_disagreement(self, env: Environment, schema: DatasetSchema, row) -> list[str]:
+        """A table row holding a figure that other datasets of its environment measure differently (未确认)."""
+        if env.cited:
+            return []
+        reasons = []
+        for column in {m.column for q in self.consistency.quantities for m in q.members if m.dataset == schema.name}:
+            verdict = self.consistency.for_figure(env.name, schema.name, column, row)
+            if verdict is not None and not verdict.agree:
+                reasons.append(self._disagreement(verdict))
+        return reasons
+
+    def _disagreement(self, verdict) -> str:
+        figures = ", ".join(f"{r.dataset} {format_number(r.value, self.lang, 0)}" for r in verdict.readings)
+        return t("inconsistent", self.lang).format(quantity=verdict.quantity.name, figures=figures,
+                                                   spread=f"{verdict.spread:.0%}")
 
     @property
     def consistency(self) -> Consistency:
@@ -513,7 +527,7 @@ class ClaimRenderer:
                     f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
                     for c in cols
                 )
-                reasons = self.row_reasons(schema, row, tolerance)
+                reasons = self.row_reasons(schema, row, tolerance) + self._row_disagreement(env_obj, schema, row)
                 guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
                 flagged += bool(reasons)
                 body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
