@@ -106,7 +106,7 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
 
 def test_servers_no_dataset_uses_leave_provenance_and_the_startup_table(tmp_path):
     from measure.experiment import STARTUP
-    from measure.harness.runner import servers_in_use
+    from measure.harness.provenance import servers_in_use
     from measure.harness.staging import Staging
 
     prov = {"servers": {"old-rerank": {}, "rerank": {}, "chat": {}},

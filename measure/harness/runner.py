@@ -69,9 +69,6 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
 
 
-servers_in_use = prov.servers_in_use  # where the tests and older callers look for it
-
-
 def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
     """Why a run can skip ``exp`` (same fingerprint, every dataset still published), else None."""
     prov_path = published / PROVENANCE_FILE
