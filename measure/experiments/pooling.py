@@ -53,6 +53,9 @@ RERANK = DatasetSchema(
         Column("route", "str", doc="/rerank | /score"),
         Column("documents", "int", "docs"),
         Column("latency_ms", "float", "ms", "median over repeats"),
+        Column("latency_ms_min", "float", "ms", "fastest timed repeat", nullable=True),
+        Column("latency_ms_max", "float", "ms", "slowest timed repeat", nullable=True),
+        Column("repeats", "int", "", "timed repeats (warm-up excluded)", nullable=True),
         Column("prompt_tokens", "int", "tokens", nullable=True),
     ),
 )
@@ -194,8 +197,10 @@ class Pooling(Experiment):
                 raise RuntimeError(f"{route} answered {status}: {str(payload)[:300]}")
             timed = answers[ctx.sizes["warmup"]:]
             usage = payload.get("usage", {}) if isinstance(payload, dict) else {}
+            latencies_ms = [a[2] * 1000 for a in timed]
             ctx.record(RERANK, {"model": model.name, "route": route, "documents": n,
-                                "latency_ms": median(a[2] for a in timed) * 1000,
+                                "latency_ms": median(latencies_ms), "latency_ms_min": min(latencies_ms),
+                                "latency_ms_max": max(latencies_ms), "repeats": len(latencies_ms),
                                 "prompt_tokens": usage.get("prompt_tokens") or usage.get("total_tokens")})
             if route == "/rerank" and model.weights == "real" and not ctx.done(RERANK_QUALITY, model=model.name, documents=n):
                 top = max(payload["results"], key=lambda r: r["relevance_score"])

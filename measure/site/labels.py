@@ -98,6 +98,8 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "lag_median_ms": ("读取滞后中位数", "read lag median"),
     "lag_p99_ms": ("读取滞后 p99", "read lag p99"),
     "latency_ms": ("延迟", "latency"),
+    "latency_ms_max": ("最慢一次", "slowest repeat"),
+    "latency_ms_min": ("最快一次", "fastest repeat"),
     "layout": ("并行方式", "layout"),
     "limit_mm": ("多模态限制", "multimodal limit"),
     "limited_by": ("瓶颈", "limited by"),
