@@ -70,6 +70,20 @@ def cmd_chapter(args) -> int:
     return 0
 
 
+def cmd_adopt(args) -> int:
+    from measure.harness.adopt import AdoptError, adopt
+    from measure.store import default_data_root
+
+    target = (args.data_root or default_data_root()) / args.source.name
+    try:
+        copied = adopt(args.source, target, args.experiments)
+    except AdoptError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"adopted into {target}: {', '.join(copied)}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="measure", description=__doc__)
     parser.add_argument("--data-root", type=Path, default=None, help="data folder (default: $MEASURE_DATA_ROOT or ./data)")
@@ -95,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--vllm-python", default=os.environ.get("MEASURE_VLLM_PYTHON") or sys.executable,
                      help="Python interpreter that has vLLM installed (default: this one)")
     run.set_defaults(func=cmd_run)
+
+    adopt = sub.add_parser("adopt", help="copy experiments measured elsewhere (an offline GPU host's returned "
+                           "data/<env>/) into the local folder of the same environment, with their provenance")
+    adopt.add_argument("source", type=Path, help="the returned environment folder, e.g. /tmp/lease/data/gpu-1x-nvidia-h200")
+    adopt.add_argument("experiments", nargs="+", help="the experiments that were measured there")
+    adopt.set_defaults(func=cmd_adopt)
 
     lst = sub.add_parser("list", help="list experiments and their datasets")
     lst.set_defaults(func=cmd_list)

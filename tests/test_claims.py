@@ -220,6 +220,20 @@ def test_a_recorded_spread_that_reaches_the_other_figure_counts_as_agreement(fix
     assert r.claims[-1].status == "measured"
 
 
+def test_two_recorded_ranges_that_do_not_overlap_disagree_even_when_close(fixture_root):
+    # the H200's batch-1 embeddings: 5,432–7,428 in one dataset, 7,994–9,045 in another
+    env = fixture_root / "fixture-cpu"
+    from measure.site.scan import make_store
+
+    _with_roofline(fixture_root, 13000.0, spread=(12000.0, 12600.0))
+    roofline = (env / "pooling_limits.roofline.csv").read_text().splitlines()
+    header = roofline[0].replace("tokens_per_s,", "tokens_per_s,tokens_per_s_min,tokens_per_s_max,repeats,")
+    row = roofline[1].replace(",13000.0,", ",13000.0,12800.0,13300.0,5,")
+    (env / "pooling_limits.roofline.csv").write_text(f"{header}\n{row}\n")  # 5 % apart, ranges apart
+    r = render(make_store(fixture_root))
+    assert "Unconfirmed" in _throughput_at_4(r) and r.claims[-1].status == "unconfirmed"
+
+
 def test_differs_states_other_conditions_and_fails_once_the_figures_agree(fixture_root):
     r = render(_with_roofline(fixture_root, 12345.6 * 1.5))
     html = _throughput_at_4(r, differs="other batch order")
@@ -303,3 +317,26 @@ def test_a_table_row_whose_figure_disagrees_with_another_dataset_is_marked(fixtu
     assert "claim-unconfirmed" in row and "pooling_limits.roofline" in row
     agreeing = render(_with_roofline(fixture_root, 12345.6)).table("pooling.embedding_throughput")
     assert "pooling_limits.roofline" not in agreeing
+
+
+def test_agreement_says_whether_the_figures_of_a_quantity_agree_in_both_languages(fixture_root):
+    agreeing = render(_with_roofline(fixture_root, 12345.6 * 1.1))
+    assert "they agree" in agreeing.agreement("embedding-throughput", env="fixture-cpu",
+                                              model="tiny-Qwen3-Embedding-0.6B", batch_size=4)
+    apart = _with_roofline(fixture_root, 12345.6 * 1.5)
+    zh = render(apart, "zh").agreement("embedding-throughput", env="fixture-cpu", model="tiny-Qwen3-Embedding-0.6B",
+                                       batch_size=4)
+    assert "彼此不一致" in zh and "未确认" in zh
+    with pytest.raises(UnknownName, match="no such quantity"):
+        agreeing.agreement("embeddings-speed", env="fixture-cpu", model="tiny-Qwen3-Embedding-0.6B", batch_size=4)
+    with pytest.raises(UnknownName, match="fewer than two datasets"):
+        agreeing.agreement("embedding-throughput", env="fixture-cpu", model="tiny-Qwen3-Embedding-0.6B", batch_size=99)
+
+
+def test_a_figure_with_a_recorded_range_shows_it_in_its_tooltip_and_on_request(fixture_root):
+    r = render(_with_roofline(fixture_root, 12345.6 * 1.1, spread=(11000.0, 14500.0)))
+    html = _throughput_at_4(r)
+    assert "3 repeats, 11,000–14,500" in html and "claim-range" not in html  # the tooltip only
+    assert "(3 repeats, 11,000–14,500)</span>" in _throughput_at_4(r, show_range=True)
+    with pytest.raises(UnknownName, match="records no range"):
+        r.value("pooling_limits.roofline", "engine_ms", batch_size=4, show_range=True)

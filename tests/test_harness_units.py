@@ -762,3 +762,42 @@ def test_attach_mode_names_its_own_environment_and_never_writes_into_another(tmp
         refuse_foreign_environment(local)
     (local / "provenance.json").write_text(json.dumps({"profile": "attach"}))
     refuse_foreign_environment(local)  # an attached environment may be measured again
+
+
+def test_adopt_copies_only_the_named_experiments_with_their_provenance_and_startup_rows(tmp_path):
+    import json
+    import shutil
+
+    from measure.harness.adopt import AdoptError, adopt
+
+    committed = Path(__file__).parent.parent / "data" / "gpu-1x-nvidia-h200"
+    local, returned = tmp_path / "local", tmp_path / "returned"
+    shutil.copytree(committed, local)
+    shutil.copytree(committed, returned)
+    prov = json.loads((returned / "provenance.json").read_text())
+    # the lease re-measured lora on a new server; the other experiments came back unchanged
+    prov["experiments"]["lora"] = prov["experiments"]["lora"] | {"code_revision": "f" * 40, "date": "2099-01-01T00:00:00+0000"}
+    old_server = prov["datasets"]["lora.slots"]["servers"][0]
+    prov["servers"]["lora-slots-new"] = prov["servers"][old_server]
+    prov["datasets"]["lora.slots"]["servers"] = ["lora-slots-new"]
+    prov["date"] = "2099-01-01T00:00:00+0000"
+    (returned / "provenance.json").write_text(json.dumps(prov))
+    (returned / "lora.slots.csv").write_text((returned / "lora.slots.csv").read_text().replace("\n", "\n", 1))
+    startup = (returned / "servers.startup.csv").read_text().splitlines()
+    row = next(r for r in startup if r.startswith(old_server + ","))
+    (returned / "servers.startup.csv").write_text("\n".join(startup + [row.replace(old_server, "lora-slots-new", 1)]) + "\n")
+    (returned / "pooling.rerank_latency.csv").write_text("changed on the lease, not adopted\n")
+
+    assert "lora.slots" in adopt(returned, local, ["lora"])
+    after = json.loads((local / "provenance.json").read_text())
+    assert after["experiments"]["lora"]["code_revision"] == "f" * 40
+    assert after["datasets"]["lora.slots"]["servers"] == ["lora-slots-new"] and "lora-slots-new" in after["servers"]
+    assert "lora-slots-new" in after["datasets"]["servers.startup"]["servers"]
+    assert "lora-slots-new," in (local / "servers.startup.csv").read_text()
+    assert (local / "pooling.rerank_latency.csv").read_text() == (committed / "pooling.rerank_latency.csv").read_text()
+    assert after["experiments"]["pooling"] == json.loads((committed / "provenance.json").read_text())["experiments"]["pooling"]
+    with pytest.raises(AdoptError, match="has no measured experiment nonsense"):
+        adopt(returned, local, ["nonsense"])
+    cpu = Path(__file__).parent.parent / "data" / "cpu-2c-x86-64"
+    with pytest.raises(AdoptError, match="other hardware"):
+        adopt(cpu, local, ["lora"])

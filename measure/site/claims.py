@@ -63,6 +63,16 @@ TEXT = {
         "en": "the same quantity ({quantity}) measured by several datasets of this environment: {figures}, {spread} "
               "apart, beyond their recorded spread: which one holds for your deployment is not known",
     },
+    "range": {"zh": "{n} 次测量，范围 {low}–{high}", "en": "{n} repeats, {low}–{high}"},
+    "agree": {
+        "zh": "这 {count} 个数值记录的范围相互重叠，彼此一致",
+        "en": "the ranges these {count} figures recorded overlap: they agree",
+    },
+    "disagree": {
+        "zh": "这 {count} 个数值记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认",
+        "en": "the ranges these {count} figures recorded do not overlap: they disagree ({spread} apart), so each is "
+              "marked unconfirmed",
+    },
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
@@ -215,6 +225,7 @@ class ClaimRenderer:
         tolerance: dict | None = None,
         missing_ok: bool = False,
         differs: str | None = None,
+        show_range: bool = False,
         **where,
     ) -> str:
         """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
@@ -222,7 +233,9 @@ class ClaimRenderer:
         A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
         fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap.
         A figure that other datasets of its environment also measure (measure/quantities.py) renders 未确认 where
-        they disagree, unless ``differs`` says how its conditions differ (the page must say so too)."""
+        they disagree, unless ``differs`` says how its conditions differ (the page must say so too). Where the
+        row records the figure's range (``COLUMN_min``/``COLUMN_max``), the tooltip gives it, and ``show_range``
+        prints it after the figure."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
@@ -264,16 +277,59 @@ class ClaimRenderer:
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
-            title = self.provenance_text(candidate, dataset) + (f" · {note}" if note else "")
+            spread = self._range_text(schema, rows.iloc[0], column, scale, digits)
+            if show_range and not spread:
+                raise UnknownName(f"{self.page}: show_range=True but {dataset} records no range of {column} in "
+                                  f"{candidate.name} ({column}_min/_max)")
+            title = self.provenance_text(candidate, dataset) + "".join(f" · {x}" for x in (spread, note) if x)
+            shown_range = f'<span class="claim-range"> ({html.escape(spread)})</span>' if show_range else ""
             return (
                 f'<span class="claim-value {css}" title="{title_attr_value(title)}">'
-                f"{html.escape(text)}</span>{cited_mark}{guard}{self._source_link(candidate, dataset)}"
+                f"{html.escape(text)}</span>{shown_range}{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
         self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
         self.numbers[claim_key] = None
         return self.badge("not_measured", note or f"{dataset}: {column}")
+
+    def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
+        """'5 repeats, 34,349–45,108' where the row records the figure's range, else ''."""
+        names = {c.name for c in schema.columns}
+        if not {f"{column}_min", f"{column}_max"} <= names:
+            return ""
+        low, high = row[f"{column}_min"], row[f"{column}_max"]
+        if pd.isna(low) or pd.isna(high):
+            return ""
+        count = next((row[c] for c in ("repeats", "rounds") if c in names and not pd.isna(row[c])), None)
+        return t("range", self.lang).format(
+            n=format_number(count, self.lang, 0) if count is not None else "?",
+            low=format_number(low * scale, self.lang, digits), high=format_number(high * scale, self.lang, digits))
+
+    def agreement(self, quantity: str, *, env: str, **group) -> str:
+        """A sentence, generated from the consistency check, saying whether the figures that several datasets of
+        ``env`` hold for ``quantity`` (measure/quantities.py) at ``group`` agree."""
+        names = {q.name: q for q in self.consistency.quantities}
+        if quantity not in names:
+            raise UnknownName(f"{self.page}: agreement({quantity!r}): no such quantity in measure/quantities.py "
+                              f"(it has: {', '.join(sorted(names))})")
+        by = names[quantity].by
+        if set(group) != set(by):
+            raise UnknownName(f"{self.page}: agreement({quantity!r}) needs exactly {', '.join(by)}, got {sorted(group)}")
+        wanted = tuple(group[b] for b in by)
+        verdict = next((v for v in self.consistency.verdicts
+                        if v.quantity.name == quantity and v.env == env and v.group == wanted), None)
+        key = f"agreement:{quantity}:{env}:{wanted}"
+        if verdict is None:
+            if self.store.partial:
+                return self.badge("not_measured", key)
+            raise EmptySelection(f"{self.page}: agreement({quantity!r}, env={env!r}, {group}): fewer than two datasets "
+                                 "of that environment hold this figure; nothing to compare")
+        self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
+                     dataset=verdict.readings[0].dataset, detail=verdict.describe())
+        text = t("agree" if verdict.agree else "disagree", self.lang).format(
+            count=len(verdict.readings), spread=f"{verdict.spread:.0%}")
+        return f'<span class="claim-agreement" title="{title_attr_value(verdict.describe())}">{html.escape(text)}</span>'
 
     def _agreement(self, env: str, dataset: str, column: str, row, differs: str | None) -> tuple[list[str], str]:
         """(reasons this figure is 未确认, a note for its tooltip) from the figures of the same quantity."""
@@ -649,7 +705,7 @@ class ClaimRenderer:
 
 
 # The claim macros pages may call (the site's and the page scanner's alike); anything else fails the build.
-MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare")
+MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare", "agreement")
 
 
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not

@@ -37,8 +37,14 @@ class Verdict:
 
     @property
     def agree(self) -> bool:
-        """The recorded ranges overlap, allowing ``rel_tol`` for figures measured without one."""
-        return max(r.low for r in self.readings) <= min(r.high for r in self.readings) * (1 + self.quantity.rel_tol)
+        """The ranges overlap: a figure's recorded range (its slowest to fastest repeat) where it has one, else
+        the figure ± ``rel_tol``. Two recorded ranges get no tolerance: apart, they differ by more than the
+        repeats of either did (a warm-up, another run's conditions), and the reader is told so."""
+        tol = 1 + self.quantity.rel_tol
+        ranged = [r.low != r.high for r in self.readings]
+        lows = [r.low if has else r.value / tol for r, has in zip(self.readings, ranged, strict=True)]
+        highs = [r.high if has else r.value * tol for r, has in zip(self.readings, ranged, strict=True)]
+        return max(lows) <= min(highs)
 
     def describe(self) -> str:
         by = ", ".join(f"{k}={v}" for k, v in zip(self.quantity.by, self.group, strict=True))

@@ -1,0 +1,78 @@
+"""Adopt experiments measured elsewhere (an offline GPU host, several leases) into a local environment folder.
+
+Each lease brings back a whole environment folder that started from the committed one; only some of its
+experiments were measured there. ``adopt`` copies those experiments' datasets, their provenance (datasets,
+servers with full commands, the experiment's entry) and their servers' start-up rows, and leaves the rest
+of the local folder as it was, so several leases' results combine without losing anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from measure.harness.provenance import STARTUP_DATASET
+from measure.harness.staging import _csv_text, atomic_write
+from measure.store import PROVENANCE_FILE
+
+
+class AdoptError(RuntimeError):
+    pass
+
+
+def _read(folder: Path) -> dict:
+    path = folder / PROVENANCE_FILE
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AdoptError(f"{path}: no provenance; is {folder} an environment folder (data/<env>/)?") from None
+    except json.JSONDecodeError as exc:
+        raise AdoptError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+
+
+def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
+    """Copy ``experiments`` from the environment folder ``source`` into ``target``; returns the datasets copied."""
+    src, dst = _read(source), _read(target)
+    if src.get("hardware", {}).get("gpus") != dst.get("hardware", {}).get("gpus"):
+        raise AdoptError(f"{source} was measured on other hardware than {target}: adopt only into the same environment")
+    missing = [e for e in experiments if e not in src.get("experiments", {})]
+    if missing:
+        raise AdoptError(f"{source} has no measured experiment {', '.join(missing)} (it has: "
+                         f"{', '.join(sorted(src.get('experiments', {})))})")
+    copied, servers = [], set()
+    for name in experiments:
+        entry = src["experiments"][name]
+        for dataset in entry["datasets"]:
+            csv = source / f"{dataset}.csv"
+            if not csv.is_file():
+                raise AdoptError(f"{csv}: listed in {source / PROVENANCE_FILE} but missing")
+            atomic_write(target / csv.name, csv.read_text())
+            dst.setdefault("datasets", {})[dataset] = src["datasets"][dataset]
+            servers.update(src["datasets"][dataset].get("servers", []))
+            copied.append(dataset)
+        dst.setdefault("experiments", {})[name] = entry
+    for server in servers:
+        dst.setdefault("servers", {})[server] = src["servers"][server]
+    _adopt_startup_rows(source, target, dst, servers)
+    # Top-level facts describe the newest measurement in the folder.
+    if src.get("date", "") >= dst.get("date", ""):
+        for field in ("date", "code_revision", "software"):
+            if field in src:
+                dst[field] = src[field]
+    atomic_write(target / PROVENANCE_FILE, json.dumps(dst, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    return copied
+
+
+def _adopt_startup_rows(source: Path, target: Path, dst: dict, servers: set[str]) -> None:
+    """The adopted servers' start-up rows replace the local ones of the same server."""
+    from measure.experiment import STARTUP  # not at import time: measure.experiment imports the harness
+
+    if not (source / STARTUP.file_name).is_file():
+        return
+    fresh = {r["server"]: r for r in STARTUP.read(source / STARTUP.file_name).to_dict("records") if r["server"] in servers}
+    local = target / STARTUP.file_name
+    old = STARTUP.read(local, older=True).to_dict("records") if local.is_file() else []
+    rows = sorted([r for r in old if r["server"] not in fresh] + list(fresh.values()), key=lambda r: r["server"])
+    atomic_write(local, _csv_text(STARTUP, rows))
+    entry = dst.setdefault("datasets", {}).setdefault(STARTUP_DATASET, {"servers": []})
+    entry["servers"] = sorted(set(entry.get("servers", [])) | set(fresh))
