@@ -71,6 +71,8 @@ class Experiment:
     pending: ClassVar[str] = ""
     # False where the experiment varies server flags or reads the model's files: attach mode cannot serve it.
     attachable: ClassVar[bool] = True
+    # Commands a reader runs before `nox -s measure -- NAME` (what the page's "reproduce" box prints first).
+    setup: ClassVar[tuple[str, ...]] = ()
 
     def plan(self, profile: Profile) -> list[Step]:
         raise NotImplementedError

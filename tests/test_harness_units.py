@@ -801,3 +801,25 @@ def test_adopt_copies_only_the_named_experiments_with_their_provenance_and_start
     cpu = Path(__file__).parent.parent / "data" / "cpu-2c-x86-64"
     with pytest.raises(AdoptError, match="other hardware"):
         adopt(cpu, local, ["lora"])
+
+
+def test_a_server_that_died_during_an_experiment_is_named_with_its_exit_code(tmp_path):
+    import subprocess
+    import sys
+
+    from measure.harness import profiles
+    from measure.harness.context import ServerPool
+    from measure.harness.server import Server
+
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(137)"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        pool = ServerPool(profiles.pick("cpu"), tmp_path / "cache", tmp_path / "logs")
+        pool.live = {"gone-1": Server("http://127.0.0.1:1/v1", "m", process=dead, log_path=tmp_path / "logs" / "gone-1.log"),
+                     "up-1": Server("http://127.0.0.1:2/v1", "m", process=alive)}
+        reasons = pool.drop_exited()
+        assert reasons == [f"vLLM server gone-1 exited with code 137 during the experiment (its log: {tmp_path}/logs/gone-1.log)"]
+        assert list(pool.live) == ["up-1"]  # the next experiment starts it afresh
+    finally:
+        alive.kill()

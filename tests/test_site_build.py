@@ -44,6 +44,14 @@ def test_measured_number_with_provenance_appears(built):
     assert (site / "assets" / "javascripts" / "plotly.min.js").is_file()
 
 
+def test_a_reproduce_box_prints_each_experiments_setup_before_measuring(built):
+    _, site = built
+    box = re.search(r'<div class="admonition tip reproduce">.*?</div>', (site / "en" / "multimodal" / "index.html")
+                    .read_text(), flags=re.S).group(0)
+    setup, measure = box.index("nox -s vllm_versions"), box.index("nox -s measure -- ")
+    assert setup < measure and "security_versions" in box[measure:]
+
+
 def test_cited_figures_render_as_cited(built):
     _, site = built
     html = (site / "pooling" / "index.html").read_text()

@@ -88,6 +88,7 @@ class SecurityVersions(Experiment):
     title = {"zh": "各 vLLM 版本的安全行为", "en": "Security behaviour per vLLM release"}
     datasets = (INSTALLS, MATRIX)
     attachable = False
+    setup = ("nox -s vllm_versions",)  # each release's own virtualenv
 
     @staticmethod
     def generate(version: str) -> ServerSpec:

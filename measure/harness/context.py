@@ -184,6 +184,20 @@ class ServerPool:
             return role in self.attached or "*" in self.attached
         return role in self.profile.models
 
+    def drop_exited(self) -> list[str]:
+        """Forget live servers whose vLLM process has ended (a crash, the OOM killer) and say which: their
+        clients see only broken connections ("Request timed out"), which would hide the cause."""
+        gone = []
+        for sid, server in list(self.live.items()):
+            process = server.process
+            if server.attached or process is None or process.poll() is None:
+                continue
+            log = srv.checkout_relative(str(server.log_path)) if server.log_path else "no log"
+            gone.append(f"vLLM server {sid} exited with code {process.returncode} during the experiment (its log: {log})")
+            server.process = None
+            del self.live[sid]
+        return gone
+
     def stop(self) -> None:
         for server in self.live.values():
             if not server.attached:

@@ -385,7 +385,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
                 exp.run(ctx)
             except Exception as exc:  # noqa: BLE001 - the run goes on: on a rented GPU the next experiments still fit
                 failed[exp.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: {exc}[/]\n"
+                exited = pool.drop_exited()  # the cause, where the error is only a broken connection
+                if exited:
+                    failed[exp.name] = "; ".join(exited) + f" — then {failed[exp.name]}"
+                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: "
+                              f"{'; '.join(exited) + ' — then ' if exited else ''}{exc}[/]\n"
                               f"[yellow]its staged rows stay in {staging.dir}; the run goes on with the next experiment[/]")
                 continue
             finally:

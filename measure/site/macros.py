@@ -90,8 +90,8 @@ def define_env(env):
         title, lead = REPRODUCE_TEXT[lang]
         if pending:
             lead = PENDING_TEXT[lang].format(", ".join(pending)) + " " + lead
-        setup = "nox -s vllm_versions\n" if "security_versions" in experiments else ""  # its releases' virtualenvs
-        cmd = f"{setup}nox -s measure -- {' '.join(experiments)}\nnox -s build"
+        setup = list(dict.fromkeys(command for name in experiments for command in get(name).setup))
+        cmd = "\n".join([*setup, f"nox -s measure -- {' '.join(experiments)}", "nox -s build"])
         envs = ", ".join(e.name for e in store.environments if not e.cited) or "-"
         return (
             f'<div class="admonition tip reproduce"><p class="admonition-title">{title}</p>'
