@@ -794,6 +794,7 @@ def test_adopt_copies_only_the_named_experiments_with_their_provenance_and_start
     assert after["datasets"]["lora.slots"]["servers"] == ["lora-slots-new"] and "lora-slots-new" in after["servers"]
     assert "lora-slots-new" in after["datasets"]["servers.startup"]["servers"]
     assert "lora-slots-new," in (local / "servers.startup.csv").read_text()
+    assert old_server not in after["servers"] and f"{old_server}," not in (local / "servers.startup.csv").read_text()
     assert (local / "pooling.rerank_latency.csv").read_text() == (committed / "pooling.rerank_latency.csv").read_text()
     assert after["experiments"]["pooling"] == json.loads((committed / "provenance.json").read_text())["experiments"]["pooling"]
     with pytest.raises(AdoptError, match="has no measured experiment nonsense"):

@@ -209,8 +209,10 @@ class Parallelism(Experiment):
         flags = () if eager else ("--no-enforce-eager",)  # overrides the profile's --enforce-eager
         if profile.name != "cpu" and not eager and layout.tp > 1:
             flags += NO_ALLREDUCE_FUSION
+        # Alone on its GPUs: beside other servers its KV cache is capped (colocate_args), and at 256 in flight
+        # the requests need more than that cap holds.
         return ServerSpec("parallel", ("--max-model-len", "4096", *layout.args, *flags), env,
-                          label=f"par-{layout.name}" + ("" if eager else "-graphs"))
+                          label=f"par-{layout.name}" + ("" if eager else "-graphs"), starts_alone=True)
 
     @staticmethod
     def load(profile) -> dict:

@@ -39,13 +39,14 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
     if missing:
         raise AdoptError(f"{source} has no measured experiment {', '.join(missing)} (it has: "
                          f"{', '.join(sorted(src.get('experiments', {})))})")
+    absent = [f"{d}.csv" for e in experiments for d in src["experiments"][e]["datasets"] if not (source / f"{d}.csv").is_file()]
+    if absent:  # checked before anything is written: a failed adoption leaves the local folder as it was
+        raise AdoptError(f"{source}: {', '.join(absent)} listed in its {PROVENANCE_FILE} but missing")
     copied, servers = [], set()
     for name in experiments:
         entry = src["experiments"][name]
         for dataset in entry["datasets"]:
             csv = source / f"{dataset}.csv"
-            if not csv.is_file():
-                raise AdoptError(f"{csv}: listed in {source / PROVENANCE_FILE} but missing")
             atomic_write(target / csv.name, csv.read_text())
             dst.setdefault("datasets", {})[dataset] = src["datasets"][dataset]
             servers.update(src["datasets"][dataset].get("servers", []))
@@ -59,6 +60,7 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
         for field in ("date", "code_revision", "software"):
             if field in src:
                 dst[field] = src[field]
+    _drop_unreferenced_servers(target, dst)
     atomic_write(target / PROVENANCE_FILE, json.dumps(dst, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     return copied
 
@@ -76,3 +78,22 @@ def _adopt_startup_rows(source: Path, target: Path, dst: dict, servers: set[str]
     atomic_write(local, _csv_text(STARTUP, rows))
     entry = dst.setdefault("datasets", {}).setdefault(STARTUP_DATASET, {"servers": []})
     entry["servers"] = sorted(set(entry.get("servers", [])) | set(fresh))
+
+
+def _drop_unreferenced_servers(target: Path, dst: dict) -> None:
+    """Servers no dataset names any more (replaced by the adopted ones) leave provenance and the start-up table."""
+    from measure.experiment import STARTUP
+
+    used = {sid for name, entry in dst.get("datasets", {}).items() if name != STARTUP_DATASET
+            for sid in entry.get("servers", [])}
+    dst["servers"] = {sid: record for sid, record in dst.get("servers", {}).items() if sid in used}
+    if STARTUP_DATASET in dst.get("datasets", {}):
+        entry = dst["datasets"][STARTUP_DATASET]
+        entry["servers"] = [sid for sid in entry.get("servers", []) if sid in used]
+        for field in ("code_revision", "date"):  # the table's newest rows are the adopted ones
+            if field in dst:
+                entry[field] = dst[field]
+    local = target / STARTUP.file_name
+    if local.is_file():
+        rows = [r for r in STARTUP.read(local, older=True).to_dict("records") if r["server"] in used]
+        atomic_write(local, _csv_text(STARTUP, rows))

@@ -65,13 +65,13 @@ TEXT = {
     },
     "range": {"zh": "{n} 次测量，范围 {low}–{high}", "en": "{n} repeats, {low}–{high}"},
     "agree": {
-        "zh": "这 {count} 个数值记录的范围相互重叠，彼此一致",
-        "en": "the ranges these {count} figures recorded overlap: they agree",
+        "zh": "这 {count} 次测量记录的范围相互重叠，彼此一致",
+        "en": "the ranges these {count} measurements recorded overlap: they agree",
     },
     "disagree": {
-        "zh": "这 {count} 个数值记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认",
-        "en": "the ranges these {count} figures recorded do not overlap: they disagree ({spread} apart), so each is "
-              "marked unconfirmed",
+        "zh": "这 {count} 次测量（{figures}）记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认",
+        "en": "the ranges these {count} measurements recorded ({figures}) do not overlap: they disagree ({spread} "
+              "apart), so each is marked unconfirmed",
     },
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
@@ -327,8 +327,13 @@ class ClaimRenderer:
                                  "of that environment hold this figure; nothing to compare")
         self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
                      dataset=verdict.readings[0].dataset, detail=verdict.describe())
+        # A dataset that repeats another's row (the prefill table's embeddings row) is one measurement, not two.
+        distinct = list(dict.fromkeys((r.value, r.low, r.high) for r in verdict.readings))
+        figures = "; ".join(f"{format_number(v, self.lang, 0)} ({format_number(lo, self.lang, 0)}–"
+                            f"{format_number(hi, self.lang, 0)})" if lo != hi else format_number(v, self.lang, 0)
+                            for v, lo, hi in distinct)
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
-            count=len(verdict.readings), spread=f"{verdict.spread:.0%}")
+            count=len(distinct), spread=f"{verdict.spread:.0%}", figures=figures)
         return f'<span class="claim-agreement" title="{title_attr_value(verdict.describe())}">{html.escape(text)}</span>'
 
     def _agreement(self, env: str, dataset: str, column: str, row, differs: str | None) -> tuple[list[str], str]:
