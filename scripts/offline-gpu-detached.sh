@@ -8,18 +8,27 @@
 # Each call waits WAIT_S (default 560) at most; exit 0: the run has ended (its status in OUT/rc), 3: still running.
 set -euo pipefail
 mode=${1:?usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]}; out=${2:?OUT missing}; shift 2
-state=/tmp/measure-detached
+# Each run has a folder of its own under $runs; `current` names the latest, which `wait` follows.
+runs=${MEASURE_DETACHED_ROOT:-/tmp/measure-detached}; current=$runs/current
 case $mode in
   start)
     : "${MEASURE_CODE_REVISION:?set MEASURE_CODE_REVISION to the commit being run}"
-    [ -e $state/rc ] || [ ! -d $state ] || { echo "a detached run is already going; use: $0 wait OUT"; exit 2; }
-    rm -rf $state && mkdir -p $state/out && cp -r . $state/repo
+    [ ! -e $current ] || [ -e $current/rc ] || { echo "a detached run is already going; use: $0 wait OUT"; exit 2; }
+    for done_run in "$runs"/run-*; do  # finished runs: their last `wait` brought back what they made
+      [ -e "$done_run/rc" ] && rm -rf "$done_run"
+    done
+    state=$runs/run-$(date +%Y%m%d-%H%M%S)-$$
+    # The bundle's parts are already unpacked from /tmp/chunks: the run's copy of the tree leaves them out.
+    mkdir -p $state/out $state/repo && tar cf - --exclude='./.gpu/part0*' . | tar xf - -C $state/repo
+    ln -sfn "$state" $current
     (cd $state/repo && MEASURE_TIMEOUT_S=${MEASURE_TIMEOUT_S:-3600} setsid bash -c \
-      'bash scripts/offline-gpu-run.sh "$0" "$@"; echo $? > '$state'/rc' $state/out "$@" > $state/log 2>&1 < /dev/null &)
+      'bash ${MEASURE_OFFLINE_RUN:-scripts/offline-gpu-run.sh} "$0" "$@"; echo $? > '$state'/rc' $state/out "$@" \
+      > $state/log 2>&1 < /dev/null &)
     ;;
-  wait) [ -d $state ] || { echo "no detached run on this machine (a fresh one?): start again"; exit 2; } ;;
+  wait) [ -d $current ] || { echo "no detached run on this machine (a fresh one?): start again"; exit 2; } ;;
   *) echo "usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]"; exit 2 ;;
 esac
+state=$(readlink -f $current)
 deadline=$(( $(date +%s) + ${WAIT_S:-560} ))
 while [ ! -e $state/rc ] && [ "$(date +%s)" -lt $deadline ]; do sleep 5; done
 grep -v '^\s*$' $state/log | tail -c 6000

@@ -11,13 +11,18 @@
 set -euo pipefail
 out=${1:?usage: offline-gpu-run.sh OUT_DIR EXPERIMENT...}; shift
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 COLUMNS=160
-if [ ! -d /tmp/site/vllm ]; then
-  cat /tmp/chunks/part* > /tmp/bundle.tar
-  mkdir -p /tmp/wh && tar xf /tmp/bundle.tar -C /tmp/wh
-  cp .gpu/extra/*.whl /tmp/wh/ 2>/dev/null || true
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/wh/*.whl
+# The bundle is installed once per host and trusted again only if its parts are the same bytes (a folder left by an
+# earlier run with another bundle is replaced); unpacking happens in a folder of this run's own, removed after.
+site=/tmp/vllm-bundle/site
+bundle_id=$(cat /tmp/chunks/part* .gpu/extra/*.whl 2>/dev/null | sha256sum | cut -c1-16)
+if [ "$(cat $site/.bundle-id 2>/dev/null)" != "$bundle_id" ]; then
+  work=$(mktemp -d /tmp/vllm-bundle-unpack.XXXXXX)
+  cat /tmp/chunks/part* | tar xf - -C "$work"
+  cp .gpu/extra/*.whl "$work"/ 2>/dev/null || true
+  rm -rf $site && python3 -m pip install -q --no-index --no-deps --no-compile --target $site "$work"/*.whl
+  rm -rf "$work" && echo "$bundle_id" > $site/.bundle-id
 fi
-export PYTHONPATH=/tmp/site
+export PYTHONPATH=$site
 # vLLM's compile cache and the kernel JIT caches of an earlier lease (brought back by this script, split in parts):
 # with them a default-mode start takes about as long as an eager one.
 if ls .gpu/compile-cache.tgz.part-* >/dev/null 2>&1 && [ ! -d ~/.cache/vllm ]; then
