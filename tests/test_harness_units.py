@@ -824,3 +824,22 @@ def test_a_server_that_died_during_an_experiment_is_named_with_its_exit_code(tmp
         assert list(pool.live) == ["up-1"]  # the next experiment starts it afresh
     finally:
         alive.kill()
+
+
+def test_dry_run_plans_with_the_wall_time_an_experiment_last_took_here(tmp_path):
+    import json
+
+    from measure.experiment import get
+    from measure.harness import profiles, runner
+
+    profile = profiles.pick("cpu")
+    pooling, lora = get("pooling")(), get("lora")()
+    (tmp_path / "provenance.json").write_text(json.dumps({"experiments": {
+        "pooling": {"wall_s": 191.0}, "lora": {"partial": "only missing datasets were measured"}}}))
+    assert runner.last_wall_times([pooling, lora], tmp_path) == {"pooling": 191.0}  # a partial run is no guide
+    only_pooling = runner.print_plan([pooling], profile, "here", {}, tmp_path)
+    assert only_pooling == 191.0
+    both = runner.print_plan([pooling, lora], profile, "here", {}, tmp_path)
+    startup, _ = runner.startup_estimate(profile, tmp_path)
+    lora_steps = sum(s.seconds for s in lora.plan(profile))
+    assert both == pytest.approx(191.0 + lora_steps + len(runner.start_events(lora.servers(profile), profile)) * startup)

@@ -176,7 +176,7 @@ class RunFacts:
 
     def record_experiment(self, current: dict, *, experiment: str, datasets: list[str], promoted_now: list[str],
                           dataset_servers: dict[str, set[str]], planned: set[str], server_records: dict,
-                          kept_older: bool, revision: str, date: str) -> dict:
+                          kept_older: bool, revision: str, date: str, wall_s: float | None = None) -> dict:
         """``current`` (the environment's provenance.json) after promoting ``promoted_now`` of ``experiment``:
         its datasets name the servers behind them, and every server keeps its full command. ``kept_older``: the
         run measured only missing datasets, so the others keep their own provenance."""
@@ -201,6 +201,8 @@ class RunFacts:
             "fingerprint": self.fingerprints[experiment], "date": date, "code_revision": revision,
             "software": self.software,
             "datasets": sorted(measured | (set(before.get("datasets", [])) if kept_older else set())),
+            # how long this run of it took, server starts included: what `--dry-run` plans the next one with
+            **({"wall_s": round(wall_s, 1)} if wall_s is not None and not kept_older and not self.resumed_from else {}),
             **({"partial": "only missing datasets were measured; a plain run re-measures all"} if kept_older else {}),
             **({"resumed_from": {k: self.resumed_from.get(k) for k in ("started", "code_revision")}
                 | {"host": (self.resumed_from.get("hardware") or {}).get("host")}} if self.resumed_from else {}),

@@ -150,10 +150,29 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
     starts = start_events(upcoming_servers(instances, profile), profile)
     startup, basis = startup_estimate(profile, published or Path("/nonexistent"))
     console.print(table)
+    estimate = total + len(starts) * startup
     console.print(f"{len(starts)} start-up(s) ({sum(len(g) for g in starts)} servers; "
                   f"{sum(1 for g in starts if len(g) > 1)} of them several servers at once) × ≈{startup:.0f} s ({basis})"
-                  f" + requests ≈ {total:.0f} s → ≈ {(total + len(starts) * startup) / 60:.1f} min")
-    return total + len(starts) * startup
+                  f" + requests ≈ {total:.0f} s → ≈ {estimate / 60:.1f} min")
+    last = last_wall_times(instances, published)
+    if last:
+        rest = [e for e in instances if e.name not in last]
+        rest_s = (sum(step.seconds for e in rest for step in e.plan(profile))
+                  + len(start_events(upcoming_servers(rest, profile), profile)) * startup) if rest else 0.0
+        estimate = sum(last.values()) + rest_s
+        console.print(f"their last full runs here took {', '.join(f'{n} {s:.0f} s' for n, s in last.items())}"
+                      + (f"; the rest ≈ {rest_s:.0f} s as above" if rest else "")
+                      + f" → ≈ {estimate / 60:.1f} min (the better guess: it counts what this machine really did)")
+    return estimate
+
+
+def last_wall_times(instances: list[Experiment], published: Path | None) -> dict[str, float]:
+    """Each experiment's recorded wall time from its last full run in this environment (provenance)."""
+    path = (published or Path("/nonexistent")) / PROVENANCE_FILE
+    if not path.is_file():
+        return {}
+    recorded = json.loads(path.read_text()).get("experiments", {})
+    return {e.name: float(recorded[e.name]["wall_s"]) for e in instances if recorded.get(e.name, {}).get("wall_s")}
 
 
 def start_events(specs: list, profile: Profile) -> list[list]:
@@ -399,11 +418,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
             revision, date = prov.code_revision(), prov.now()
 
             def update(current: dict, promoted_now: list[str], exp=exp, ctx=ctx, planned=planned, revision=revision,
-                       date=date) -> dict:
+                       date=date, started=started) -> dict:
                 return facts.record_experiment(
                     current, experiment=exp.name, datasets=[d.name for d in exp.datasets], promoted_now=promoted_now,
                     dataset_servers=ctx.dataset_servers, planned=planned, server_records=pool.records,
-                    kept_older=bool(ctx.published), revision=revision, date=date)
+                    kept_older=bool(ctx.published), revision=revision, date=date, wall_s=time.monotonic() - started)
 
             done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
             # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
