@@ -5,6 +5,7 @@
 # it has staged, so nothing measured is lost if the lease ends. No start-up is cut at a call's end.
 # Usage: scripts/offline-gpu-detached.sh start OUT EXPERIMENT...   first call, after the bundle parts are in
 #        scripts/offline-gpu-detached.sh wait OUT                  every later call
+#        scripts/offline-gpu-detached.sh cache OUT                 after the run: compile-cache parts not yet returned
 # Each call waits WAIT_S (default 560) at most; exit 0: the run has ended (its status in OUT/rc), 3: still running.
 set -euo pipefail
 mode=${1:?usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]}; out=${2:?OUT missing}; shift 2
@@ -25,10 +26,21 @@ case $mode in
       'bash ${MEASURE_OFFLINE_RUN:-scripts/offline-gpu-run.sh} "$0" "$@"; echo $? > '$state'/rc' $state/out "$@" \
       > $state/log 2>&1 < /dev/null &)
     ;;
-  wait) [ -d $current ] || { echo "no detached run on this machine (a fresh one?): start again"; exit 2; } ;;
-  *) echo "usage: offline-gpu-detached.sh start|wait OUT [EXPERIMENT...]"; exit 2 ;;
+  wait|cache) [ -d $current ] || { echo "no detached run on this machine (a fresh one?): start again"; exit 2; } ;;
+  *) echo "usage: offline-gpu-detached.sh start|wait|cache OUT [EXPERIMENT...]"; exit 2 ;;
 esac
 state=$(readlink -f $current)
+if [ "$mode" = cache ]; then  # the compile-cache parts an earlier call left on the host (a call returns 64 MiB at most)
+  [ -e $state/rc ] || { echo "the run is still going: call '$0 wait OUT' first"; exit 3; }
+  used=0; n=0
+  for part in $state/out/compile-cache.tgz.part-*; do
+    [ -e "$part" ] && ! grep -qx "$(basename "$part")" $state/returned 2>/dev/null || continue
+    size=$(du -sm "$part" | cut -f1)
+    [ $((used + size)) -lt 60 ] && [ $n -lt 8 ] || { echo "[more parts left: call '$0 cache OUT' again]"; exit 3; }
+    cp "$part" "$out/" && basename "$part" >> $state/returned; used=$((used + size)); n=$((n + 1))
+  done
+  echo "[every compile-cache part has come back]"; exit 0
+fi
 deadline=$(( $(date +%s) + ${WAIT_S:-560} ))
 while [ ! -e $state/rc ] && [ "$(date +%s)" -lt $deadline ]; do sleep 5; done
 grep -v '^\s*$' $state/log | tail -c 6000
@@ -40,7 +52,7 @@ used=$(du -sm "$out" | cut -f1); n=2
 for part in $state/out/compile-cache.tgz.part-*; do
   [ -e "$part" ] || break
   size=$(du -sm "$part" | cut -f1)
-  [ $((used + size)) -lt 60 ] && [ $n -lt 8 ] || { echo "[compile cache: $(basename $part) and later parts left on the host]"; break; }
-  cp "$part" "$out/"; used=$((used + size)); n=$((n + 1))
+  [ $((used + size)) -lt 60 ] && [ $n -lt 8 ] || { echo "[compile cache: $(basename $part) and later parts left on the host: '$0 cache OUT' brings them]"; break; }
+  cp "$part" "$out/" && basename "$part" >> $state/returned; used=$((used + size)); n=$((n + 1))
 done
 echo "[run ended with status $(cat $state/rc)]"
