@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from measure.harness.provenance import STARTUP_DATASET
+from measure.harness.provenance import STARTUP_DATASET, servers_in_use
 from measure.harness.staging import _csv_text, atomic_write
 from measure.store import PROVENANCE_FILE
 
@@ -54,46 +54,31 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
         dst.setdefault("experiments", {})[name] = entry
     for server in servers:
         dst.setdefault("servers", {})[server] = src["servers"][server]
-    _adopt_startup_rows(source, target, dst, servers)
     # Top-level facts describe the newest measurement in the folder.
     if src.get("date", "") >= dst.get("date", ""):
         for field in ("date", "code_revision", "software"):
             if field in src:
                 dst[field] = src[field]
-    _drop_unreferenced_servers(target, dst)
+    _adopt_startup_rows(source, target, dst, servers)
     atomic_write(target / PROVENANCE_FILE, json.dumps(dst, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     return copied
 
 
-def _adopt_startup_rows(source: Path, target: Path, dst: dict, servers: set[str]) -> None:
-    """The adopted servers' start-up rows replace the local ones of the same server."""
+def _adopt_startup_rows(source: Path, target: Path, dst: dict, adopted: set[str]) -> None:
+    """Provenance keeps the servers some dataset names (``servers_in_use``); the start-up table keeps their rows,
+    the adopted servers' rows replacing the local ones of the same server."""
     from measure.experiment import STARTUP  # not at import time: measure.experiment imports the harness
 
-    if not (source / STARTUP.file_name).is_file():
-        return
-    fresh = {r["server"]: r for r in STARTUP.read(source / STARTUP.file_name).to_dict("records") if r["server"] in servers}
+    dst["servers"] = servers_in_use(dst)
+    fresh = {}
+    if (source / STARTUP.file_name).is_file():
+        fresh = {r["server"]: r for r in STARTUP.read(source / STARTUP.file_name).to_dict("records")
+                 if r["server"] in adopted}
     local = target / STARTUP.file_name
     old = STARTUP.read(local, older=True).to_dict("records") if local.is_file() else []
-    rows = sorted([r for r in old if r["server"] not in fresh] + list(fresh.values()), key=lambda r: r["server"])
+    rows = sorted((r for r in [*(r for r in old if r["server"] not in fresh), *fresh.values()]
+                   if r["server"] in dst["servers"]), key=lambda r: r["server"])
     atomic_write(local, _csv_text(STARTUP, rows))
-    entry = dst.setdefault("datasets", {}).setdefault(STARTUP_DATASET, {"servers": []})
-    entry["servers"] = sorted(set(entry.get("servers", [])) | set(fresh))
-
-
-def _drop_unreferenced_servers(target: Path, dst: dict) -> None:
-    """Servers no dataset names any more (replaced by the adopted ones) leave provenance and the start-up table."""
-    from measure.experiment import STARTUP
-
-    used = {sid for name, entry in dst.get("datasets", {}).items() if name != STARTUP_DATASET
-            for sid in entry.get("servers", [])}
-    dst["servers"] = {sid: record for sid, record in dst.get("servers", {}).items() if sid in used}
-    if STARTUP_DATASET in dst.get("datasets", {}):
-        entry = dst["datasets"][STARTUP_DATASET]
-        entry["servers"] = [sid for sid in entry.get("servers", []) if sid in used]
-        for field in ("code_revision", "date"):  # the table's newest rows are the adopted ones
-            if field in dst:
-                entry[field] = dst[field]
-    local = target / STARTUP.file_name
-    if local.is_file():
-        rows = [r for r in STARTUP.read(local, older=True).to_dict("records") if r["server"] in used]
-        atomic_write(local, _csv_text(STARTUP, rows))
+    entry = dst.setdefault("datasets", {}).setdefault(STARTUP_DATASET, {})
+    entry["servers"] = [r["server"] for r in rows]
+    entry.update({field: dst[field] for field in ("code_revision", "date") if field in dst})  # newest rows: adopted

@@ -141,12 +141,13 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
     table = Table(title=f"plan: profile {profile.name} → data/{env_name}/")
     for col in ("experiment", "server", "what", "requests", "≈ s"):
         table.add_column(col)
-    total = 0.0
+    steps_s: dict[str, float] = {}
     for exp in instances:
         for step in exp.plan(profile):
             served_by = "no vLLM" if step.server is None else step.server.label or step.server.model_role
             table.add_row(exp.name, served_by, step.what, str(step.requests), f"{step.seconds:.0f}")
-            total += step.seconds
+            steps_s[exp.name] = steps_s.get(exp.name, 0.0) + step.seconds
+    total = sum(steps_s.values())
     starts = start_events(upcoming_servers(instances, profile), profile)
     startup, basis = startup_estimate(profile, published or Path("/nonexistent"))
     console.print(table)
@@ -157,7 +158,7 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
     last = last_wall_times(instances, published)
     if last:
         rest = [e for e in instances if e.name not in last]
-        rest_s = (sum(step.seconds for e in rest for step in e.plan(profile))
+        rest_s = (sum(steps_s.get(e.name, 0.0) for e in rest)
                   + len(start_events(upcoming_servers(rest, profile), profile)) * startup) if rest else 0.0
         estimate = sum(last.values()) + rest_s
         console.print(f"their last full runs here took {', '.join(f'{n} {s:.0f} s' for n, s in last.items())}"
@@ -403,12 +404,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
             try:
                 exp.run(ctx)
             except Exception as exc:  # noqa: BLE001 - the run goes on: on a rented GPU the next experiments still fit
-                failed[exp.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                exited = pool.drop_exited()  # the cause, where the error is only a broken connection
-                if exited:
-                    failed[exp.name] = "; ".join(exited) + f" — then {failed[exp.name]}"
-                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: "
-                              f"{'; '.join(exited) + ' — then ' if exited else ''}{exc}[/]\n"
+                # The cause first, where the error is only a broken connection to a server that died.
+                exited = pool.drop_exited()
+                cause = "; ".join(exited) + " — then " if exited else ""
+                failed[exp.name] = f"{cause}{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: {cause}{exc}[/]\n"
                               f"[yellow]its staged rows stay in {staging.dir}; the run goes on with the next experiment[/]")
                 continue
             finally:

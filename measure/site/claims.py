@@ -295,8 +295,8 @@ class ClaimRenderer:
 
     def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
         """'5 repeats, 34,349–45,108' where the row records the figure's range, else ''."""
-        names = {c.name for c in schema.columns}
-        if not {f"{column}_min", f"{column}_max"} <= names:
+        names = schema.by_column
+        if not {f"{column}_min", f"{column}_max"} <= names.keys():
             return ""
         low, high = row[f"{column}_min"], row[f"{column}_max"]
         if pd.isna(low) or pd.isna(high):
