@@ -181,7 +181,7 @@ def test_parallel_load_scales_requests_with_concurrency_and_plans_every_fitting_
     assert [s.server.label for s in steps] == ["par-single-graphs", "par-TP=2-graphs", "par-PP=2-graphs",
                                                "par-DP=2-graphs", "par-DP=2-graphs"]
     assert all("--no-enforce-eager" in s.server.args for s in steps)
-    assert steps[0].requests == 16 + 32 + 128 + 512
+    assert steps[0].requests == load["rounds"] * (16 + 32 + 128 + 512)  # each load point sent once per round
     four = [s.server.label for s in Parallelism().plan(dataclasses.replace(GPU, sizes=GPU.sizes | {"gpu_count": 4}))]
     assert four == ["par-single-graphs", "par-TP=2-graphs", "par-PP=2-graphs", "par-DP=2-graphs", "par-DP=2-graphs",
                     "par-TP=4-graphs", "par-PP=4-graphs", "par-TP=2×PP=2-graphs", "par-DP=4-graphs", "par-DP=4-graphs"]

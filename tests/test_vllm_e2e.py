@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, VLLM_HOW, build_site, python_imports, require
+from conftest import REPO, VLLM_HOW, build_site, python_imports, require, smaller
 
 pytestmark = pytest.mark.vllm
 
@@ -30,7 +30,8 @@ def workdir(tmp_path_factory):
 
 
 def measure(workdir: Path, *args: str, **popen) -> subprocess.Popen:
-    env = os.environ | {"MEASURE_STATE_DIR": str(workdir / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    env = os.environ | {"MEASURE_STATE_DIR": str(workdir / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
+        | smaller({"repeats": 2})
     return subprocess.Popen(
         [sys.executable, "-m", "measure", "--data-root", str(workdir / "data"), "run", "pooling", "--profile", "cpu",
          "--env", ENV, *args],

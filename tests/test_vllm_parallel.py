@@ -5,6 +5,9 @@ import os
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
+from measure.experiments.parallelism import Parallelism
+from measure.harness.profiles import CPU
+
 pytestmark = pytest.mark.vllm
 
 
@@ -12,7 +15,8 @@ def test_parallel_layouts_on_cpu(tmp_path):
     require(python_imports("import vllm"), "vLLM", VLLM_HOW)
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("two CPU ranks need two cores")
-    run_measure(tmp_path, "par-cpu", "parallelism")
+    load = Parallelism.load(CPU) | {"rounds": 2}
+    run_measure(tmp_path, "par-cpu", "parallelism", sizes={"parallel_load": load})
     from measure.site.scan import make_store
 
     store = make_store(tmp_path / "data")
@@ -24,6 +28,8 @@ def test_parallel_layouts_on_cpu(tmp_path):
     scaling = store.frame(env_, "parallelism.scaling")
     assert set(scaling["layout"]) == {"single", "TP=2", "PP=2", "DP=2"}
     assert (scaling["output_tok_s"] > 0).all() and (scaling["kv_cache_tokens"] > 0).all()
+    assert (scaling["rounds"] == 2).all()
+    assert ((scaling["output_tok_s_min"] <= scaling["output_tok_s"]) & (scaling["output_tok_s"] <= scaling["output_tok_s_max"])).all()
     assert dict(zip(scaling["layout"], scaling["ranks"], strict=True)) == {"single": 1, "TP=2": 2, "PP=2": 2, "DP=2": 2}
     # A vLLM step on these CPUs takes milliseconds. The client saw DP=2's tokens at 4 in flight arrive in one burst
     # (its TPOT fell to about 0.1 ms); the engine's own timestamps must not shrink that way.

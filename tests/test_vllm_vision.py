@@ -1,12 +1,13 @@
 """Multimodal and security experiments end to end on a real vLLM (CPU backend, tiny Qwen3-VL)."""
 
+import json
 import os
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
-from conftest import REPO, python_imports, require
+from conftest import REPO, python_imports, require, smaller
 
 from measure.experiments.security import assert_loopback
 
@@ -18,7 +19,8 @@ def published(tmp_path_factory):
     require(python_imports("import torchvision, vllm"), "a torchvision that loads beside vLLM's torch",
             "MEASURE_CPU_VISION=pypi-pair nox -s tests")
     tmp = tmp_path_factory.mktemp("vision")
-    env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+    env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
+        | smaller({"images_per_side": 1, "repeats": 2})
     run = subprocess.run(
         [sys.executable, "-m", "measure", "--data-root", str(tmp / "data"), "run", "multimodal", "security",
          "--profile", "cpu", "--env", ENV],
@@ -44,6 +46,12 @@ def test_multimodal_datasets(published):
     repeats = store.frame(env, "multimodal.repeat_requests")
     assert (repeats[repeats["ask"] > 1]["prefix_cache_hits"] > 0).all()
     assert (repeats[repeats["ask"] == 1]["mm_cache_hits"] == 0).all()
+    # The size-hint gain compares two start-ups: its provenance names those two servers, not the last one started.
+    provenance = json.loads((published / "provenance.json").read_text())
+    gain = provenance["datasets"]["multimodal.size_hint_gain"]["servers"]
+    assert sorted(s.split("-tiny-")[0] for s in gain) == ["vl-count-only", "vl-size-hints"], gain
+    assert set(gain) <= set(provenance["servers"])
+    assert provenance["experiments"]["multimodal"]["sizes_override"] == {"images_per_side": 1, "repeats": 2}
     startup = store.frame(env, "multimodal.startup_memory")
     assert set(startup["limit_mm"]) == {"default", "count only", "size hints", "image 0"}
     assert set(startup["max_model_len"]) == {"4096"}  # the model's own context is tried on a GPU only

@@ -329,13 +329,16 @@ class Multimodal(Experiment):
         # Derived from the staged rows, so a resumed run (rows from two processes) still gets it.
         kv = {(r["memory_condition"], r["max_model_len"], r["limit_mm"]): r["kv_cache_tokens"]
               for r in ctx.staging.rows(STARTUP_MEMORY)}
-        for cond, max_len in dict.fromkeys((c, m) for c, _, m, _, _ in self.startup_conditions(ctx.profile)):
+        compared = {(cond, max_len, name): self.startup_spec(mem, max_len, name, lim)
+                    for cond, mem, max_len, name, lim in self.startup_conditions(ctx.profile)}
+        for cond, max_len in dict.fromkeys((c, m) for c, m, _ in compared):
             count_only, hints = kv.get((cond, max_len, "count only")), kv.get((cond, max_len, "size hints"))
             if pd.notna(count_only) and pd.notna(hints) and count_only and \
                     not ctx.done(SIZE_HINT_GAIN, memory_condition=cond, max_model_len=max_len):
                 ctx.record(SIZE_HINT_GAIN, {"memory_condition": cond, "max_model_len": max_len,
                                             "kv_tokens_count_only": int(count_only), "kv_tokens_size_hints": int(hints),
-                                            "kv_ratio": hints / count_only})
+                                            "kv_ratio": hints / count_only},
+                           servers=(compared[cond, max_len, "count only"], compared[cond, max_len, "size hints"]))
 
     def run_image_tokens(self, ctx, client):
         n = ctx.sizes.get("images_per_side", 3)

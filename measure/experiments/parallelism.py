@@ -33,10 +33,15 @@ SCALING = DatasetSchema(
         Column("enforce_eager", "bool", doc="false where the layout needed --no-enforce-eager (see parallelism.layouts)"),
         Column("concurrency", "int", "requests", "in flight at most"),
         Column("requests", "int"),
+        Column("rounds", "int", "", "times the batch was sent; each figure is the median over rounds"),
         Column("output_tok_s", "float", "tok/s", "generated tokens / wall time"),
-        Column("ttft_ms", "float", "ms", "median", nullable=True),
+        Column("output_tok_s_min", "float", "tok/s", "lowest round"),
+        Column("output_tok_s_max", "float", "tok/s", "highest round"),
+        Column("ttft_ms", "float", "ms", "median over requests", nullable=True),
         Column("tpot_ms", "float", "ms", "time per output token after the first as the client saw it, median over requests: "
                "(end-to-end − TTFT) / (tokens − 1)", nullable=True),
+        Column("tpot_ms_min", "float", "ms", "lowest round", nullable=True),
+        Column("tpot_ms_max", "float", "ms", "highest round", nullable=True),
         Column("engine_itl_ms", "float", "ms", "mean gap between a request's tokens as the engine stamped them (/metrics "
                "vllm:inter_token_latency_seconds): unlike the client's view, not shortened when a busy host delivers "
                "chunks in bursts", nullable=True),
@@ -54,7 +59,9 @@ COMM_COST = DatasetSchema(
         Column("layout", "str"),
         Column("enforce_eager", "bool"),
         Column("itl_ms", "float", "ms", "per-token latency at concurrency 1 as the client saw it: median gap between "
-               "streamed messages (vllm bench serve's ITL)"),
+               "streamed messages (vllm bench serve's ITL), median over rounds"),
+        Column("itl_ms_min", "float", "ms", "lowest round"),
+        Column("itl_ms_max", "float", "ms", "highest round"),
         Column("itl_vs_single", "float", "×", "itl_ms / the single-rank layout's; empty where that was 0 ms (on a "
                "busy 2-core CI machine the client once read every chunk of a stream in a few network reads)",
                nullable=True),
@@ -132,6 +139,15 @@ class Layout:
                 raise ValueError(f"layout {text!r}: expected parts like TP=2, PP=2, DP=2 joined by ×")
             values[key.strip().lower()] = int(value)
         return cls(**values)
+
+
+ROUNDS = 3  # each load point is sent this many times; its figures are the median, with the lowest and highest round
+
+
+def spread_of(values: list[float | None]) -> tuple[float | None, float | None, float | None]:
+    """(median, lowest, highest) of the rounds that have the figure; all None if none has it."""
+    present = [v for v in values if v is not None]
+    return (statistics.median(present), min(present), max(present)) if present else (None, None, None)
 
 
 # vLLM 0.26.0 on the 4×H200 host (NVLink multicast off, as it must be there): with CUDA graphs its fused
@@ -216,9 +232,10 @@ class Parallelism(Experiment):
 
     @staticmethod
     def load(profile) -> dict:
-        return profile.sizes.get("parallel_load", {"concurrency": (1, 4), "requests": 8, "waves": 2, "words": 60,
+        load = profile.sizes.get("parallel_load", {"concurrency": (1, 4), "requests": 8, "waves": 2, "words": 60,
                                                    "output_tokens": 16, "prefix_words": 200, "prefixes": 3,
                                                    "per_prefix": 4})
+        return {"rounds": ROUNDS} | load
 
     @staticmethod
     def requests_at(load: dict, concurrency: int) -> int:
@@ -232,8 +249,8 @@ class Parallelism(Experiment):
         for layout in self.layouts(profile):
             counts = [self.requests_at(load, c) for c in load["concurrency"]]
             steps.append(Step(self.spec(profile, layout), f"{layout.name}: concurrency {load['concurrency']}, "
-                              f"{counts} requests × {load['output_tokens']} tokens", sum(counts),
-                              10 * len(load["concurrency"])))
+                              f"{load['rounds']} × {counts} requests × {load['output_tokens']} tokens",
+                              load["rounds"] * sum(counts), 10 * load["rounds"] * len(load["concurrency"])))
             if layout.dp > 1:
                 n = load["prefixes"] * load["per_prefix"]
                 steps.append(Step(self.spec(profile, layout), f"{layout.name}: {n} requests sharing {load['prefixes']} "
@@ -264,30 +281,38 @@ class Parallelism(Experiment):
                 batch = [HttpRequest.chat([{"role": "user", "content": p}], server.model, load["output_tokens"],
                                           ignore_eos=True) for p in prompts[:self.requests_at(load, conc)]]
                 before = server.metrics()
-                summary = generator.run(batch, conc).summary()
+                rounds = [generator.run(batch, conc).summary() for _ in range(load["rounds"])]
                 delta = server.metrics() - before
                 engine_itl = histogram_mean_ms(delta, "vllm:inter_token_latency_seconds")
+                spread = {name: spread_of([getattr(r, attr) for r in rounds]) for name, attr in
+                          (("output_tok_s", "output_tok_s"), ("ttft_ms", "ttft_median_ms"),
+                           ("tpot_ms", "tpot_median_ms"), ("itl_ms", "itl_median_ms"))}
+                busiest = max(r.worker_cpu_max for r in rounds)
                 if conc == 1:
-                    itl = summary.itl_median_ms
+                    itl = spread["itl_ms"][0]
                     if layout.ranks == 1:
                         single_itl, single_engine_itl = itl, engine_itl
                     if comm and itl is not None and layout.dp == 1:
                         ctx.record(COMM_COST, {"layout": layout.name, "enforce_eager": eager, "itl_ms": itl,
+                                               "itl_ms_min": spread["itl_ms"][1], "itl_ms_max": spread["itl_ms"][2],
                                                "itl_vs_single": itl / single_itl if single_itl else None,
                                                "engine_itl_ms": engine_itl,
                                                "engine_itl_vs_single": (engine_itl / single_engine_itl
                                                                         if engine_itl and single_engine_itl else None),
                                                "interconnect": interconnect if layout.ranks > 1 else None,
-                                               "client_cpu_max": summary.worker_cpu_max})
+                                               "client_cpu_max": busiest})
                 if conc in todo:
                     ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,
-                                         "concurrency": conc,
-                                         "requests": summary.requests, "output_tok_s": summary.output_tok_s,
-                                         "ttft_ms": summary.ttft_median_ms, "tpot_ms": summary.tpot_median_ms,
+                                         "concurrency": conc, "requests": rounds[0].requests, "rounds": len(rounds),
+                                         "output_tok_s": spread["output_tok_s"][0],
+                                         "output_tok_s_min": spread["output_tok_s"][1],
+                                         "output_tok_s_max": spread["output_tok_s"][2],
+                                         "ttft_ms": spread["ttft_ms"][0], "tpot_ms": spread["tpot_ms"][0],
+                                         "tpot_ms_min": spread["tpot_ms"][1], "tpot_ms_max": spread["tpot_ms"][2],
                                          "engine_itl_ms": engine_itl,
                                          "kv_cache_tokens": server.facts.kv_cache_tokens,
                                          "max_concurrency": server.facts.max_concurrency,
-                                         "client_cpu_max": summary.worker_cpu_max})
+                                         "client_cpu_max": busiest})
             if routing:
                 self.run_routing(ctx, server, client, layout, load)
 

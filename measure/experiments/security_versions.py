@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 
 import httpx
@@ -42,6 +43,8 @@ INSTALLS = DatasetSchema(
         Column("torch", "str", doc="the torch it runs with", nullable=True),
         Column("server_started", "bool", doc="the secured text server came up", nullable=True),
         Column("startup_s", "float", "s", "that server's start-up", nullable=True),
+        Column("url_libraries", "str", doc="the URL libraries in that virtualenv the media fetch depends on "
+               "(urllib3 for the allow-list check, aiohttp and its parser yarl for the download)", nullable=True),
         Column("reason", "str", doc="why it did not install or start", nullable=True),
     ),
 )
@@ -51,7 +54,8 @@ MATRIX = DatasetSchema(
     key=("vllm_version", "probe"),
     columns=(
         Column("vllm_version", "str"),
-        Column("group", "str", doc="auth, runtime LoRA or media fetch"),
+        Column("group", "str", doc="auth, runtime LoRA, media fetch, or URL parsers (no server: how that "
+               "virtualenv's URL libraries read each backslash URL)"),
         Column("probe", "str", doc="what was asked, under which server setting"),
         Column("outcome", "str", doc="the HTTP status, or what the probe service was asked for"),
         Column("status", "int", "", "HTTP status of the answer", nullable=True),
@@ -73,14 +77,53 @@ MEDIA_SETTINGS = {
 }
 
 
+# The two backslash shapes: a parser that stops at the backslash (urllib3) reads the host before it, one that takes
+# it for the userinfo's end (the standard library's urlparse, older yarl) the host after "@". CVE-2026-24779: the
+# allow-list read the host after, the download the one before; CVE-2026-25960 (after that fix): the check read the
+# host before, aiohttp's yarl the one after.
+BACKSLASH_URLS = {
+    "backslash (CVE-2026-24779's shape): 127.0.0.1 before, localhost after":
+        "http://127.0.0.1:{port}\\@" + ALLOWED_DOMAIN + "/internal",
+    "backslash (CVE-2026-25960's shape): localhost before, 127.0.0.1 after":
+        "http://" + ALLOWED_DOMAIN + ":{port}\\@127.0.0.1:{port}/internal",
+}
+# Run in each release's virtualenv: the host each URL library reads in each backslash URL, or why it refuses it.
+PARSERS_SCRIPT = r"""
+import json, sys, importlib.metadata as md
+from urllib.parse import urlparse
+def host(read):
+    try:
+        return read() or "(no host)"
+    except Exception as exc:
+        return "refused: " + (str(exc) or type(exc).__name__)[:120]
+out = {"versions": {}}
+for lib in ("urllib3", "aiohttp", "yarl"):
+    try:
+        out["versions"][lib] = md.version(lib)
+    except md.PackageNotFoundError:
+        out["versions"][lib] = None
+readers = {"urllib.parse (standard library)": lambda u: urlparse(u).hostname}
+try:
+    from urllib3.util import parse_url
+    readers["urllib3"] = lambda u: parse_url(u).host
+except ImportError:
+    pass
+try:
+    import yarl
+    readers["yarl (aiohttp's URL parser)"] = lambda u: yarl.URL(u).host
+except ImportError:
+    pass
+out["hosts"] = {name: {url: host(lambda: read(url)) for url in json.loads(sys.argv[1])} for name, read in readers.items()}
+print(json.dumps(out))
+"""
+
+
 def media_urls(port: int, local_file: str) -> dict[str, dict[str, str]]:
-    """setting -> probe -> URL. The backslash URLs are CVE-2026-24779's shape: one parser reads the host before
-    the backslash, another after it."""
+    """setting -> probe -> URL."""
     direct = f"http://127.0.0.1:{port}/internal"
     redirect = f"http://{ALLOWED_DOMAIN}:{port}/redirect"
-    allow = {"image URL on 127.0.0.1": direct, "allowed name redirecting to 127.0.0.1": redirect,
-             "backslash: 127.0.0.1 before, localhost after": f"http://127.0.0.1:{port}\\@{ALLOWED_DOMAIN}/internal",
-             "backslash: localhost before, 127.0.0.1 after": f"http://{ALLOWED_DOMAIN}:{port}\\@127.0.0.1:{port}/internal"}
+    allow = {"image URL on 127.0.0.1": direct, "allowed name redirecting to 127.0.0.1": redirect}
+    allow |= {name: url.format(port=port) for name, url in BACKSLASH_URLS.items()}
     names = list(MEDIA_SETTINGS)
     return {names[0]: {"image URL on 127.0.0.1": direct, "file:// URL": f"file://{local_file}"},
             names[1]: allow,
@@ -139,14 +182,32 @@ class SecurityVersions(Experiment):
                 row = {"vllm_version": version, "installed": bool(record.get("installed")),
                        "torch": record.get("torch"), "reason": record.get("reason")}
                 if row["installed"]:
+                    row["url_libraries"] = self.probe_url_parsers(ctx, version)
                     row |= self.probe_text_server(ctx, version)
                     if row["server_started"] and self.with_media(ctx.profile):
                         self.probe_media(ctx, version)
-                ctx.record(INSTALLS, row)
+                # the secured text server is the one behind this row (its start-up), not the last media server
+                ctx.record(INSTALLS, row, servers=(self.generate(version),) if row["installed"] else ())
             finally:
                 if built:
                     ctx.pool.stop()  # its servers run from that virtualenv
                     versions.remove(version)
+
+    def probe_url_parsers(self, ctx, version: str) -> str | None:
+        """How that virtualenv's URL libraries read the two backslash URLs (no server, no request): whether a
+        bypass can work there at all depends on them as much as on vLLM's code."""
+        urls = {name: url.format(port=8000) for name, url in BACKSLASH_URLS.items()}
+        run = subprocess.run([str(python_for(version)), "-c", PARSERS_SCRIPT, json.dumps(list(urls.values()))],
+                             capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            raise RuntimeError(f"vLLM {version}: reading URLs with its own libraries failed: {run.stderr[-500:]}")
+        found = json.loads(run.stdout.strip().splitlines()[-1])
+        for parser, hosts in found["hosts"].items():
+            for name, url in urls.items():
+                ctx.record(MATRIX, {"vllm_version": version, "group": "URL parsers", "probe": f"{parser} · {name}",
+                                    "outcome": f"host {hosts[url]}" if not hosts[url].startswith("refused")
+                                    else hosts[url].split(":", 1)[0], "answer": hosts[url][:200]}, servers=())
+        return ", ".join(f"{lib} {v}" for lib, v in found["versions"].items() if v) or None
 
     def probe_text_server(self, ctx, version: str) -> dict:
         console.print(f"[bold]vLLM {version}[/]: auth and runtime-LoRA probes")

@@ -276,22 +276,23 @@ class RunContext:
             self._generators[key] = LoadGenerator(server.base_url, server.api_key, workers=workers)
         return self._generators[key]
 
-    def record(self, schema: DatasetSchema, row: dict, derived_from: tuple[DatasetSchema, ...] = ()) -> None:
-        """Stage one row. ``derived_from``: the datasets a computed row comes from; their servers are this
-        dataset's servers too (not only the one live when the row was computed)."""
-        inherited = set().union(*(self.dataset_servers.get(s.name, set()) for s in derived_from))
-        if not inherited <= self.dataset_servers.get(schema.name, set()):
-            self.dataset_servers[schema.name] = self.dataset_servers.get(schema.name, set()) | inherited
+    def record(self, schema: DatasetSchema, row: dict, derived_from: tuple[DatasetSchema, ...] = (),
+               servers: tuple[ServerSpec, ...] | None = None) -> None:
+        """Stage one row; the dataset's provenance names the servers behind it: the live one, unless ``servers``
+        says which (``()``: none, e.g. a row measured without vLLM; a computed row compares these). ``derived_from``:
+        the datasets a computed row comes from; their servers are this dataset's servers too."""
+        behind = set().union(*(self.dataset_servers.get(s.name, set()) for s in derived_from))
+        if servers is not None:
+            behind |= {self.pool.sid(spec) for spec in servers}
+        elif self._current_sid:
+            behind.add(self._current_sid)
+        known = self.dataset_servers.get(schema.name)
+        if known is None or not behind <= known:
+            # an empty set is recorded too: a dataset measured before any server started has no vLLM behind it
+            self.dataset_servers[schema.name] = (known or set()) | behind
             self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
         self.staging.append(schema, row)
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
-        if self._current_sid is None and schema.name not in self.dataset_servers:
-            # measured before any server started (the load client against its synthetic endpoint): no vLLM behind it
-            self.dataset_servers[schema.name] = set()
-            self.staging.note("dataset_servers", schema.name, [])
-        if self._current_sid and self._current_sid not in self.dataset_servers.get(schema.name, set()):
-            self.dataset_servers.setdefault(schema.name, set()).add(self._current_sid)
-            self.staging.note("dataset_servers", schema.name, sorted(self.dataset_servers[schema.name]))
 
     def done(self, schema: DatasetSchema, **key) -> bool:
         """True if a resumed run already staged the row with this key (skip measuring it again), or if

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -31,6 +33,7 @@ class Profile:
     # themselves start together (ServerSpec.starts_alone says which do). Each shared one gets colocate_args.
     colocate: int = 1
     colocate_args: tuple[str, ...] = ()
+    sizes_override: tuple[tuple[str, str], ...] = ()  # (key, JSON) that MEASURE_SIZES replaced: recorded in provenance
 
 
 CPU = Profile(
@@ -139,7 +142,34 @@ def pick(name: str | None = None) -> Profile:
     profile = PROFILES[name] if name else (GPU if has_cuda_gpu() else CPU)
     if profile.name == "gpu":  # experiments that emulate a smaller card need this card's size
         profile = replace(profile, sizes=profile.sizes | {"gpu_memory_gib": gpu_memory_gib()})
-    return profile
+    return with_sizes_override(profile, os.environ.get(SIZES_OVERRIDE_ENV, ""))
+
+
+SIZES_OVERRIDE_ENV = "MEASURE_SIZES"
+
+
+def frozen(value):
+    """JSON lists as tuples, as the profiles write their sizes (fingerprints compare their repr)."""
+    if isinstance(value, list):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return {k: frozen(v) for k, v in value.items()}
+    return value
+
+
+def with_sizes_override(profile: Profile, text: str) -> Profile:
+    """``profile`` with some workload sizes replaced (MEASURE_SIZES='{"repeats": 2}'): a smaller run for a
+    smoke test. Its fingerprints differ from the profile's own, and provenance records what was replaced."""
+    if not text.strip():
+        return profile
+    try:
+        override = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"{SIZES_OVERRIDE_ENV} is not JSON ({exc}); e.g. {SIZES_OVERRIDE_ENV}='{{\"repeats\": 2}}'") from None
+    if not isinstance(override, dict) or not override:
+        raise SystemExit(f"{SIZES_OVERRIDE_ENV} must be a JSON object of workload sizes, e.g. '{{\"repeats\": 2}}'")
+    return replace(profile, sizes=profile.sizes | {k: frozen(v) for k, v in override.items()},
+                   sizes_override=tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in override.items())))
 
 
 def server_env(profile: Profile) -> dict[str, str]:

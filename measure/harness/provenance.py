@@ -163,6 +163,7 @@ class RunFacts:
     fingerprints: dict[str, str]
     attached: dict[str, str] | None = None  # attach mode: role -> the server's base URL
     resumed_from: dict | None = None  # the interrupted run's record, when this run resumed it
+    sizes_override: dict | None = None  # workload sizes MEASURE_SIZES replaced (a smoke run, not the profile's own)
 
     def environment(self) -> tuple[dict, dict]:
         """(hardware, label) of the environment. Attached, the server runs elsewhere: we know only what it
@@ -204,6 +205,7 @@ class RunFacts:
             # how long this run of it took, server starts included: what `--dry-run` plans the next one with
             **({"wall_s": round(wall_s, 1)} if wall_s is not None and not kept_older and not self.resumed_from else {}),
             **({"partial": "only missing datasets were measured; a plain run re-measures all"} if kept_older else {}),
+            **({"sizes_override": self.sizes_override} if self.sizes_override else {}),
             **({"resumed_from": {k: self.resumed_from.get(k) for k in ("started", "code_revision")}
                 | {"host": (self.resumed_from.get("hardware") or {}).get("host")}} if self.resumed_from else {}),
         }

@@ -385,7 +385,11 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
     if pool.attached is None:
         for exp in instances:
             exp.prepare(pool)
-    facts = prov.RunFacts(env_name, hw, sw, opts.profile.name, prints, resumed_from=previous,
+    override = {k: json.loads(v) for k, v in opts.profile.sizes_override}
+    if override:
+        console.print(f"[yellow]workload sizes replaced by MEASURE_SIZES[/] {json.dumps(override)}: a smaller run whose "
+                      "figures are not the profile's (its provenance says so)")
+    facts = prov.RunFacts(env_name, hw, sw, opts.profile.name, prints, resumed_from=previous, sizes_override=override,
                           attached=None if pool.attached is None else {r: a.base_url for r, a in pool.attached.items()})
     promoted: list[str] = []
     failed: dict[str, str] = {}
