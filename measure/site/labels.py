@@ -11,6 +11,13 @@ import re
 # column id: (zh, en)
 COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "vllm_version": ("vLLM 版本", "vLLM release"),
+    "url_libraries": ("URL 库", "URL libraries"),
+    "output_tok_s_min": ("输出吞吐最低一轮", "output throughput, lowest round"),
+    "output_tok_s_max": ("输出吞吐最高一轮", "output throughput, highest round"),
+    "tpot_ms_min": ("TPOT 最低一轮", "TPOT, lowest round"),
+    "tpot_ms_max": ("TPOT 最高一轮", "TPOT, highest round"),
+    "itl_ms_min": ("ITL 最低一轮", "ITL, lowest round"),
+    "itl_ms_max": ("ITL 最高一轮", "ITL, highest round"),
     "installed": ("装上了", "installed"),
     "server_started": ("服务器启动了", "server started"),
     "reason": ("原因", "reason"),
@@ -247,13 +254,17 @@ VALUE_ZH = {
     # security per release
     "auth": "认证", "runtime LoRA": "运行时 LoRA", "media fetch": "媒体下载", "server did not start": "服务器没有启动",
     "image URL on 127.0.0.1": "指向 127.0.0.1 的图像 URL", "allowed name redirecting to 127.0.0.1": "允许的名字重定向到 127.0.0.1",
-    "backslash: 127.0.0.1 before, localhost after": "反斜杠：前面是 127.0.0.1，后面是 localhost",
-    "backslash: localhost before, 127.0.0.1 after": "反斜杠：前面是 localhost，后面是 127.0.0.1",
+    "backslash (CVE-2026-24779's shape): 127.0.0.1 before, localhost after":
+        "反斜杠（CVE-2026-24779 的写法）：前面是 127.0.0.1，后面是 localhost",
+    "backslash (CVE-2026-25960's shape): localhost before, 127.0.0.1 after":
+        "反斜杠（CVE-2026-25960 的写法）：前面是 localhost，后面是 127.0.0.1",
+    "URL parsers": "URL 解析器", "urllib.parse (standard library)": "urllib.parse（标准库）",
+    "yarl (aiohttp's URL parser)": "yarl（aiohttp 的 URL 解析器）", "refused": "拒绝",
     "load an adapter from /etc/hostname (with the key)": "从 /etc/hostname 加载适配器（带密钥）",
 }
 # Values built from parts (security_versions' probes and outcomes): translated part by part.
 _PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.compile(r"^fetched (.+)$"), "取了 {}"),
-             (re.compile(r"^not fetched \((\d+)\)$"), "没有取（{}）"))
+             (re.compile(r"^not fetched \((\d+)\)$"), "没有取（{}）"), (re.compile(r"^host (\S+)$"), "主机 {}"))
 
 
 def value_label(value, lang: str):
