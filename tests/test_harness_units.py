@@ -582,6 +582,29 @@ def test_a_derived_row_names_the_servers_of_the_datasets_it_comes_from(tmp_path)
     assert ctx.dataset_servers[SUMMARY.name] == {"cold", "warm", "eager", "vl-eager"}
 
 
+def test_a_row_names_the_servers_it_says_it_compares_or_none(tmp_path):
+    """multimodal.size_hint_gain compares two start-ups but was recorded while a third server was live; a release's
+    install row belongs to its secured server, not its last media server; a row measured without vLLM names none."""
+    from measure.experiment import ServerSpec
+    from measure.experiments.multimodal import SIZE_HINT_GAIN
+    from measure.experiments.security_versions import INSTALLS, MATRIX
+    from measure.harness.context import RunContext, ServerPool
+    from measure.harness.profiles import CPU
+    from measure.harness.staging import Staging
+
+    pool = ServerPool(CPU, tmp_path / "models", tmp_path / "logs")
+    ctx = RunContext("x", CPU, Staging(tmp_path, "env"), pool=pool)
+    count_only, hints = ServerSpec("vl", ("--a",), label="count"), ServerSpec("vl", ("--b",), label="hints")
+    ctx._current_sid = "vl-image-0-live"
+    ctx.record(SIZE_HINT_GAIN, {"memory_condition": "whole device", "max_model_len": "4096", "kv_tokens_count_only": 1,
+                                "kv_tokens_size_hints": 2, "kv_ratio": 2.0}, servers=(count_only, hints))
+    assert ctx.dataset_servers[SIZE_HINT_GAIN.name] == {pool.sid(count_only), pool.sid(hints)}
+    ctx.record(MATRIX, {"vllm_version": "1", "group": "URL parsers", "probe": "p", "outcome": "host x"}, servers=())
+    assert ctx.dataset_servers[MATRIX.name] == set()
+    ctx.record(INSTALLS, {"vllm_version": "1", "installed": False})
+    assert ctx.dataset_servers[INSTALLS.name] == {"vl-image-0-live"}  # by default: the live server
+
+
 def test_a_failed_start_is_reported_by_its_root_cause_not_vllms_generic_last_line(tmp_path):
     """vLLM 0.26.0 on an H200 with --limit-mm-per-prompt '{"image":0}': the last line only says "see root cause
     above"; the row and the console must carry the AttributeError it points at."""
