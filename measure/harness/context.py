@@ -74,15 +74,16 @@ class RoleNotAttached(LookupError):
 
 @dataclass
 class ServerPool:
-    """The live servers. By default one at a time (memory is the limit); a spec equal to a live one reuses it.
-    Where the profile lets servers share the device, asking for one that is not live starts it together with
-    the next servers the run will ask for (``upcoming``) that may share it, up to ``Profile.colocate``."""
+    """The vLLM servers this run starts. By default one at a time (memory is the limit); a spec equal to a live one
+    reuses it. Where the profile lets servers share the device, asking for one that is not live starts it together
+    with the next servers the run will ask for (``upcoming``) that may share it, up to ``Profile.colocate``.
+
+    What a run asks of its pool (this one or an ``AttachedPool``): ``model``, ``sid``, ``get``, ``has``, ``prepare``,
+    ``drop_exited``, ``stop``, and ``records`` (each server's provenance)."""
 
     profile: Profile
     cache_dir: Path
     log_dir: Path
-    attached: dict[str, srv.Server] | None = None  # attach mode: role ("*" = any) -> someone else's server
-    declared_weights: str = "unknown"
     python: str = sys.executable
     upcoming: list[ServerSpec] = field(default_factory=list)  # the run's servers, in the order first needed
     live: dict[str, srv.Server] = field(default_factory=dict)  # server id -> ready server
@@ -97,9 +98,12 @@ class ServerPool:
     def sid(self, spec: ServerSpec) -> str:
         return server_id(spec, self.model(spec.model_role), self.profile)
 
+    def prepare(self, experiments) -> None:
+        """What the experiments need on disk before their servers start (models, adapters)."""
+        for exp in experiments:
+            exp.prepare(self)
+
     def get(self, spec: ServerSpec, staging: Staging) -> tuple[str, srv.Server]:
-        if self.attached is not None:
-            return self._attached(spec)
         sid = self.sid(spec)
         if sid not in self.live and sid not in self.failed:
             self.stop()
@@ -167,21 +171,7 @@ class ServerPool:
             "started_together": together,
         })
 
-    def _attached(self, spec: ServerSpec) -> tuple[str, srv.Server]:
-        server = self.attached.get(spec.model_role) or self.attached.get("*")
-        if server is None:
-            raise RoleNotAttached(spec.model_role)
-        sid = f"attached-{spec.model_role}"
-        self.records.setdefault(sid, {
-            "model": server.model, "weights": self.declared_weights, "attached": True,
-            "base_url": server.base_url, "vllm": server.facts.version,
-            "command": "started by the user (attach mode); its flags are not known to the harness",
-        })
-        return sid, server
-
     def has(self, role: str) -> bool:
-        if self.attached is not None:
-            return role in self.attached or "*" in self.attached
         return role in self.profile.models
 
     def drop_exited(self) -> list[str]:
@@ -190,7 +180,7 @@ class ServerPool:
         gone = []
         for sid, server in list(self.live.items()):
             process = server.process
-            if server.attached or process is None or process.poll() is None:
+            if process is None or process.poll() is None:
                 continue
             log = srv.checkout_relative(str(server.log_path)) if server.log_path else "no log"
             gone.append(f"vLLM server {sid} exited with code {process.returncode} during the experiment (its log: {log})")
@@ -200,10 +190,64 @@ class ServerPool:
 
     def stop(self) -> None:
         for server in self.live.values():
-            if not server.attached:
-                server.stop()
+            server.stop()
         self.live = {}
         self.failed = {}
+
+
+@dataclass
+class AttachedPool:
+    """Attach mode: servers someone else started, one per model role ("*": any role). Never started, stopped or
+    prepared here; what is known of each is what it reports and what the user declared."""
+
+    profile: Profile
+    servers: dict[str, srv.Server]
+    declared_weights: str = "unknown"
+    python: str = sys.executable  # the client's interpreter (vllm bench serve runs here)
+    cache_dir: Path = srv.REPO_ROOT / ".cache" / "models"
+    records: dict[str, dict] = field(default_factory=dict)
+
+    def server(self, role: str) -> srv.Server:
+        server = self.servers.get(role) or self.servers.get("*")
+        if server is None:
+            raise RoleNotAttached(role)
+        return server
+
+    def model(self, role: str) -> ModelRef:
+        server = self.server(role)
+        return ModelRef(server.model, server.base_url, self.declared_weights, server.model)
+
+    def sid(self, spec: ServerSpec) -> str:
+        return f"attached-{spec.model_role}"
+
+    def get(self, spec: ServerSpec, staging: Staging) -> tuple[str, srv.Server]:
+        server, sid = self.server(spec.model_role), self.sid(spec)
+        self.records.setdefault(sid, {
+            "model": server.model, "weights": self.declared_weights, "attached": True,
+            "base_url": server.base_url, "vllm": server.facts.version,
+            "command": "started by the user (attach mode); its flags are not known to the harness",
+        })
+        return sid, server
+
+    def has(self, role: str) -> bool:
+        return role in self.servers or "*" in self.servers
+
+    def prepare(self, experiments) -> None:
+        """Nothing to put on disk: the attached servers have their models."""
+
+    def drop_exited(self) -> list[str]:
+        return []  # not our processes: a dead one shows as failed requests
+
+    def stop(self) -> None:
+        """Someone else's servers keep running."""
+
+    def base_urls(self) -> dict[str, str]:
+        return {role: server.base_url for role, server in self.servers.items()}
+
+    def software(self, client: dict) -> dict:
+        """What is known of the software behind the measurements: the versions the servers report."""
+        versions = {s.facts.version for s in self.servers.values()} - {None}
+        return {"vllm": ", ".join(sorted(versions)) or None, "attached": True, "client_python": client.get("python")}
 
 
 @dataclass
@@ -211,7 +255,7 @@ class RunContext:
     experiment: str
     profile: Profile
     staging: Staging
-    pool: ServerPool
+    pool: ServerPool | AttachedPool
     dataset_servers: dict[str, set[str]] = field(default_factory=dict)
     # --only-missing: datasets this environment already publishes count as done (no server starts for them)
     published: frozenset[str] = frozenset()
@@ -243,9 +287,6 @@ class RunContext:
         return self.profile.sizes
 
     def model(self, role: str) -> ModelRef:
-        if self.pool.attached is not None:  # what the user declared about their server
-            _, server = self.pool.get(ServerSpec(role), self.staging)
-            return ModelRef(server.model, server.base_url, self.pool.declared_weights, server.model)
         return self.pool.model(role)
 
     def has(self, role: str) -> bool:

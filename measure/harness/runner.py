@@ -17,7 +17,7 @@ from rich.table import Table
 from measure.experiment import STARTUP, Experiment, get
 from measure.harness import provenance as prov
 from measure.harness import server as srv
-from measure.harness.context import RunContext, ServerPool, colocated_group, console, server_id, shares_device
+from measure.harness.context import AttachedPool, RunContext, ServerPool, colocated_group, console, shares_device
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
@@ -219,7 +219,22 @@ def warn_unresumable(staging: Staging, instances: list[Experiment], prints: dict
                       "--fresh, or remove that folder before carrying it[/]")
 
 
-def run(opts: RunOptions) -> list[str]:
+@dataclass
+class RunPlan:
+    """What a run will measure and where: the experiments left to measure, with the facts their provenance starts from."""
+
+    data_root: Path
+    env_name: str
+    published: Path  # data_root / env_name
+    hardware: dict
+    software: dict
+    experiments: list[Experiment]  # in the order they run (servers shared where they can be)
+    fingerprints: dict[str, str]
+    reasons: dict[str, str]  # experiment -> "will run: …" | "skip: …"
+
+
+def plan(opts: RunOptions) -> RunPlan:
+    """Which experiments can run here, where their data go, and which of them are up to date (skipped)."""
     data_root = (opts.data_root or default_data_root()).resolve()
     instances = order_by_server([get(name)() for name in opts.experiments], opts.profile)
     for exp in list(instances):
@@ -247,18 +262,24 @@ def run(opts: RunOptions) -> list[str]:
         why = None if (opts.force or opts.base_url or opts.only_missing) else up_to_date(exp, prints[exp.name], published)
         reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
             "will run: --force" if opts.force else "will run: new or changed inputs")
+    return RunPlan(data_root, env_name, published, hw, sw, instances, prints, reasons)
+
+
+def run(opts: RunOptions) -> list[str]:
+    """Plan, then (unless --dry-run) measure what is not up to date under the data root's run lock."""
+    the_plan = plan(opts)
     if opts.dry_run:
-        print_plan(instances, opts.profile, env_name, reasons, published)
-        warn_unresumable(Staging(data_root, env_name), instances, prints)
+        print_plan(the_plan.experiments, opts.profile, the_plan.env_name, the_plan.reasons, the_plan.published)
+        warn_unresumable(Staging(the_plan.data_root, the_plan.env_name), the_plan.experiments, the_plan.fingerprints)
         return []
-    for exp in list(instances):
-        if reasons[exp.name].startswith("skip"):
-            console.print(f"[dim]{exp.name}: {reasons[exp.name]}[/]")
-            instances.remove(exp)
-    lock = RunLock(data_root)
+    for exp in list(the_plan.experiments):
+        if the_plan.reasons[exp.name].startswith("skip"):
+            console.print(f"[dim]{exp.name}: {the_plan.reasons[exp.name]}[/]")
+            the_plan.experiments.remove(exp)
+    lock = RunLock(the_plan.data_root)
     lock.acquire()
     try:
-        return execute(opts, data_root, instances, env_name, hw, sw, published, prints)
+        return execute(opts, the_plan)
     finally:
         lock.release()
 
@@ -339,11 +360,11 @@ class RunLock:
             self._fh = None
 
 
-def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_name: str, hw: dict, sw: dict,
-            published: Path, prints: dict[str, str]) -> list[str]:
-    """Measure the planned experiments under the run lock: stage every row, promote each finished experiment."""
-    srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
-    staging = Staging(data_root, env_name)
+def open_staging(opts: RunOptions, the_plan: RunPlan) -> tuple[Staging, dict | None]:
+    """The run's staging area, and the interrupted run's record when this one resumes it (refused when the staged
+    rows were measured under other conditions, or when rows are staged and neither --resume nor --fresh is given)."""
+    staging = Staging(the_plan.data_root, the_plan.env_name)
+    hw, sw, prints = the_plan.hardware, the_plan.software, the_plan.fingerprints
     leftovers = staging.staged_files()
     if opts.resume and not leftovers:
         console.print(f"[yellow]--resume: nothing is staged in {staging.dir}; measuring from the start[/]")
@@ -356,86 +377,121 @@ def execute(opts: RunOptions, data_root: Path, instances: list[Experiment], env_
             + "\nrun again with --resume to continue it, or --fresh to discard those rows."
         )
     previous = staging.run_record() if leftovers and opts.resume else None
-    if previous is not None:
-        staged_by = {e.name: prints[e.name] for e in instances if any(staging.csv_path(d).is_file() for d in e.datasets)}
-        why = resume_mismatch(previous, opts.profile.name, hw, sw, staged_by)
-        if why:
-            raise StagingNotEmpty(
-                f"the rows staged in {staging.dir} were measured under other conditions ({why}; started "
-                f"{previous.get('started')} on {(previous.get('hardware') or {}).get('host')}).\nResume them on a machine "
-                "and code like those, or run with --fresh to discard them.")
-        previous.setdefault("resumed", []).append({"date": prov.now(), "host": hw.get("host"),
-                                                   "code_revision": prov.code_revision()})
-        previous.setdefault("fingerprints", {}).update(prints)
-        staging.save_run(previous)
-    else:
+    if previous is None:
         staging.save_run({"started": prov.now(), "code_revision": prov.code_revision(), "profile": opts.profile.name,
                           "hardware": hw, "software": sw, "fingerprints": prints, "servers": {}, "dataset_servers": {}})
-    pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / env_name, declared_weights=opts.weights,
-                      python=opts.vllm_python, upcoming=upcoming_servers(instances, opts.profile))
-    if previous is not None:  # servers behind rows staged before the interruption, maybe on another machine
-        pool.records.update(previous.get("servers") or {})
+        return staging, None
+    staged_by = {e.name: prints[e.name] for e in the_plan.experiments
+                 if any(staging.csv_path(d).is_file() for d in e.datasets)}
+    why = resume_mismatch(previous, opts.profile.name, hw, sw, staged_by)
+    if why:
+        raise StagingNotEmpty(
+            f"the rows staged in {staging.dir} were measured under other conditions ({why}; started "
+            f"{previous.get('started')} on {(previous.get('hardware') or {}).get('host')}).\nResume them on a machine "
+            "and code like those, or run with --fresh to discard them.")
+    previous.setdefault("resumed", []).append({"date": prov.now(), "host": hw.get("host"),
+                                               "code_revision": prov.code_revision()})
+    previous.setdefault("fingerprints", {}).update(prints)
+    staging.save_run(previous)
+    return staging, previous
+
+
+def open_pool(opts: RunOptions, the_plan: RunPlan, previous: dict | None) -> ServerPool | AttachedPool:
+    """The servers the run measures: ones it starts, or (attach mode) the user's."""
     if opts.base_url:
-        pool.attached = {}
+        servers = {}
         for item in opts.base_url:
             role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
-            pool.attached[role] = srv.attach(url, opts.api_key)
-        versions = {s.facts.version for s in pool.attached.values()} - {None}
-        sw = {"vllm": ", ".join(sorted(versions)) or None, "attached": True, "client_python": sw.get("python")}
-    if pool.attached is None:
-        for exp in instances:
-            exp.prepare(pool)
+            servers[role] = srv.attach(url, opts.api_key)
+        return AttachedPool(opts.profile, servers, declared_weights=opts.weights, python=opts.vllm_python,
+                            cache_dir=opts.cache_dir)
+    pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / the_plan.env_name, python=opts.vllm_python,
+                      upcoming=upcoming_servers(the_plan.experiments, opts.profile))
+    if previous is not None:  # servers behind rows staged before the interruption, maybe on another machine
+        pool.records.update(previous.get("servers") or {})
+    return pool
+
+
+def run_facts(opts: RunOptions, the_plan: RunPlan, pool: ServerPool | AttachedPool, previous: dict | None) -> prov.RunFacts:
+    """What every promoted experiment's provenance says of this run."""
     override = {k: json.loads(v) for k, v in opts.profile.sizes_override}
     if override:
         console.print(f"[yellow]workload sizes replaced by MEASURE_SIZES[/] {json.dumps(override)}: a smaller run whose "
                       "figures are not the profile's (its provenance says so)")
-    facts = prov.RunFacts(env_name, hw, sw, opts.profile.name, prints, resumed_from=previous, sizes_override=override,
-                          attached=None if pool.attached is None else {r: a.base_url for r, a in pool.attached.items()})
+    attached = isinstance(pool, AttachedPool)
+    return prov.RunFacts(the_plan.env_name, the_plan.hardware,
+                         pool.software(the_plan.software) if attached else the_plan.software, opts.profile.name,
+                         the_plan.fingerprints, resumed_from=previous, sizes_override=override,
+                         attached=pool.base_urls() if attached else None)
+
+
+def measure_experiment(exp: Experiment, opts: RunOptions, the_plan: RunPlan, staging: Staging,
+                       pool: ServerPool | AttachedPool, previous: dict | None) -> tuple[RunContext, str | None]:
+    """Run one experiment, its rows staged as they come; (its context, why it failed or None)."""
+    console.rule(f"[bold]{exp.name}[/] — {exp.title['en']}")
+    as_published = frozenset(s.name for s in exp.datasets if (the_plan.published / s.file_name).is_file()) \
+        if opts.only_missing else frozenset()
+    if as_published:
+        console.print(f"[dim]--only-missing: {exp.name} keeps {len(as_published)} published dataset(s) as they are[/]")
+    ctx = RunContext(exp.name, opts.profile, staging, pool, published=as_published)
+    if previous is not None:  # the servers behind this experiment's rows staged before the interruption
+        earlier = previous.get("dataset_servers") or {}
+        ctx.dataset_servers = {s.name: set(earlier[s.name]) for s in exp.datasets if s.name in earlier}
+    try:
+        exp.run(ctx)
+    except Exception as exc:  # noqa: BLE001 - the run goes on: on a rented GPU the next experiments still fit
+        # The cause first, where the error is only a broken connection to a server that died.
+        exited = pool.drop_exited()
+        cause = "; ".join(exited) + " — then " if exited else ""
+        console.print(f"[red]✗ {exp.name} failed: {cause}{exc}[/]\n"
+                      f"[yellow]its staged rows stay in {staging.dir}; the run goes on with the next experiment[/]")
+        return ctx, f"{cause}{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    finally:
+        ctx.close()
+    return ctx, None
+
+
+def record_experiment(exp: Experiment, ctx: RunContext, facts: prov.RunFacts, staging: Staging,
+                      pool: ServerPool | AttachedPool, profile: Profile, wall_s: float) -> list[str]:
+    """Promote a finished experiment's datasets with their provenance; the datasets promoted."""
+    planned = {pool.sid(spec) for spec in exp.servers(profile) if pool.has(spec.model_role)}
+    revision, date = prov.code_revision(), prov.now()
+
+    def update(current: dict, promoted_now: list[str]) -> dict:
+        return facts.record_experiment(
+            current, experiment=exp.name, datasets=[d.name for d in exp.datasets], promoted_now=promoted_now,
+            dataset_servers=ctx.dataset_servers, planned=planned, server_records=pool.records,
+            kept_older=bool(ctx.published), revision=revision, date=date, wall_s=wall_s)
+
+    done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
+    # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
+    staging.keep_only(STARTUP, {(s,) for s in staging.published_provenance().get("servers", {})}
+                      | {(s,) for s in pool.records})
+    return done
+
+
+def execute(opts: RunOptions, the_plan: RunPlan) -> list[str]:
+    """Measure the planned experiments under the run lock: stage every row, promote each finished experiment."""
+    srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
+    staging, previous = open_staging(opts, the_plan)
+    pool = open_pool(opts, the_plan, previous)
+    pool.prepare(the_plan.experiments)
+    facts = run_facts(opts, the_plan, pool, previous)
     promoted: list[str] = []
     failed: dict[str, str] = {}
     try:
-        for exp in instances:
+        for exp in the_plan.experiments:
             started = time.monotonic()
-            console.rule(f"[bold]{exp.name}[/] — {exp.title['en']}")
-            as_published = frozenset(s.name for s in exp.datasets if (published / s.file_name).is_file()) \
-                if opts.only_missing else frozenset()
-            if as_published:
-                console.print(f"[dim]--only-missing: {exp.name} keeps {len(as_published)} published dataset(s) as they are[/]")
-            ctx = RunContext(exp.name, opts.profile, staging, pool, published=as_published)
-            if previous is not None:  # the servers behind this experiment's rows staged before the interruption
-                earlier = previous.get("dataset_servers") or {}
-                ctx.dataset_servers = {s.name: set(earlier[s.name]) for s in exp.datasets if s.name in earlier}
-            try:
-                exp.run(ctx)
-            except Exception as exc:  # noqa: BLE001 - the run goes on: on a rented GPU the next experiments still fit
-                # The cause first, where the error is only a broken connection to a server that died.
-                exited = pool.drop_exited()
-                cause = "; ".join(exited) + " — then " if exited else ""
-                failed[exp.name] = f"{cause}{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                console.print(f"[red]✗ {exp.name} failed after {time.monotonic() - started:.0f} s: {cause}{exc}[/]\n"
-                              f"[yellow]its staged rows stay in {staging.dir}; the run goes on with the next experiment[/]")
+            ctx, failure = measure_experiment(exp, opts, the_plan, staging, pool, previous)
+            if failure:
+                failed[exp.name] = failure
                 continue
-            finally:
-                ctx.close()
-            planned = {server_id(spec, pool.model(spec.model_role), opts.profile) if pool.attached is None
-                       else f"attached-{spec.model_role}" for spec in exp.servers(opts.profile) if pool.has(spec.model_role)}
-            revision, date = prov.code_revision(), prov.now()
-
-            def update(current: dict, promoted_now: list[str], exp=exp, ctx=ctx, planned=planned, revision=revision,
-                       date=date, started=started) -> dict:
-                return facts.record_experiment(
-                    current, experiment=exp.name, datasets=[d.name for d in exp.datasets], promoted_now=promoted_now,
-                    dataset_servers=ctx.dataset_servers, planned=planned, server_records=pool.records,
-                    kept_older=bool(ctx.published), revision=revision, date=date, wall_s=time.monotonic() - started)
-
-            done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
-            # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
-            staging.keep_only(STARTUP, {(s,) for s in staging.published_provenance().get("servers", {})}
-                              | {(s,) for s in pool.records})
+            done = record_experiment(exp, ctx, facts, staging, pool, opts.profile, time.monotonic() - started)
             promoted += done
-            console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{env_name}/: {', '.join(done) or 'nothing'}")
+            console.print(f"[green]✓ {exp.name}[/] in {time.monotonic() - started:.0f} s → data/{the_plan.env_name}/: "
+                          f"{', '.join(done) or 'nothing'}")
         if failed:
-            raise ExperimentsFailed(failed, [e.name for e in instances if e.name not in failed])
+            raise ExperimentsFailed(failed, [e.name for e in the_plan.experiments if e.name not in failed])
         staging.finish()
     except ExperimentsFailed:
         raise
