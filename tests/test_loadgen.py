@@ -4,6 +4,7 @@ behaviour), its timings must follow vllm bench serve's definitions, and its satu
 from __future__ import annotations
 
 import csv
+import statistics
 
 import pytest
 
@@ -46,12 +47,14 @@ def test_timings_follow_the_bench_definitions():
     assert sum(len(w.timings) for w in batch.workers) == 8
     for timing in batch.timings:
         assert timing.output_tokens == CHUNKS
-        assert timing.ttft_s < GAP_MS / 1000 / 2  # the role chunk, before the first paced token
         assert len(timing.itl_s) == CHUNKS  # role chunk first, then one gap per token chunk
         assert all(gap > GAP_MS / 1000 * 0.8 for gap in timing.itl_s)
         assert timing.e2e_s == pytest.approx(timing.ttft_s + sum(timing.itl_s), abs=1e-6)
         assert timing.tpot_s == pytest.approx((timing.e2e_s - timing.ttft_s) / (CHUNKS - 1))
         assert timing.lag_s and max(timing.lag_s) < GAP_MS / 1000  # read soon after it was sent
+    # TTFT is the role-only chunk, sent at once: had it waited for the first paced token, every TTFT would exceed the
+    # gap. (The median: a worker's first request also opens its connection, which took 17 ms on a busy 2-core host.)
+    assert statistics.median(t.ttft_s for t in batch.timings) < GAP_MS / 1000 / 2
     summary = batch.summary()
     assert summary.output_tokens == 8 * CHUNKS and summary.workers == 2
     # 8 requests, 4 in flight: two waves of ~CHUNKS gaps each

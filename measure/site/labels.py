@@ -12,10 +12,6 @@ import re
 COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "vllm_version": ("vLLM 版本", "vLLM release"),
     "url_libraries": ("URL 库", "URL libraries"),
-    "output_tok_s_min": ("输出吞吐最低一轮", "output throughput, lowest round"),
-    "output_tok_s_max": ("输出吞吐最高一轮", "output throughput, highest round"),
-    "tpot_ms_min": ("TPOT 最低一轮", "TPOT, lowest round"),
-    "tpot_ms_max": ("TPOT 最高一轮", "TPOT, highest round"),
     "itl_ms_min": ("ITL 最低一轮", "ITL, lowest round"),
     "itl_ms_max": ("ITL 最高一轮", "ITL, highest round"),
     "installed": ("装上了", "installed"),
