@@ -866,3 +866,17 @@ def test_dry_run_plans_with_the_wall_time_an_experiment_last_took_here(tmp_path)
     startup, _ = runner.startup_estimate(profile, tmp_path)
     lora_steps = sum(s.seconds for s in lora.plan(profile))
     assert both == pytest.approx(191.0 + lora_steps + len(runner.start_events(lora.servers(profile), profile)) * startup)
+
+
+def test_a_smaller_workload_needs_an_environment_of_its_own(tmp_path, monkeypatch):
+    """MEASURE_SIZES replaces workload sizes: its run must not land in (and replace) the machine's published data."""
+    from measure.harness import profiles, runner
+
+    monkeypatch.setenv("MEASURE_SIZES", '{"repeats": 1}')
+    profile = profiles.pick("cpu")
+    assert profile.sizes["repeats"] == 1 and profile.sizes_override == (("repeats", "1"),)
+    with pytest.raises(runner.RunRefused, match="--env"):
+        runner.plan(runner.RunOptions(["pooling"], profile, data_root=tmp_path, dry_run=True))
+    monkeypatch.setenv("MEASURE_SIZES", "repeats=1")
+    with pytest.raises(SystemExit, match="not JSON"):
+        profiles.pick("cpu")

@@ -244,6 +244,9 @@ def plan(opts: RunOptions) -> RunPlan:
         if reason:
             console.print(f"[yellow]skipping {exp.name}: {reason}[/]")
             instances.remove(exp)
+    if opts.profile.sizes_override and not opts.env_name:
+        raise RunRefused("MEASURE_SIZES makes a smaller run than the profile's; it would replace this machine's "
+                         "published figures: name an environment of its own with --env (e.g. --env smoke)")
     hw = prov.hardware()
     env_name = opts.env_name or (attached_env_name(opts.base_url, opts.api_key) if opts.base_url
                                  else prov.default_env_name(opts.profile.name, hw))
