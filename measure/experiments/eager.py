@@ -14,11 +14,12 @@ import statistics
 
 from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.harness.loadgen import HttpRequest, default_workers
-from measure.harness.server import STATE_DIR
+from measure.harness.server import STATE_DIR, ServerFailed
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import draw, image_message, sentences
 
 MODES = ("default", "eager")
+IMAGE_0_LIMIT = '{"image":0,"video":0}'
 
 STARTUP = DatasetSchema(
     name="eager.startup",
@@ -70,6 +71,20 @@ MULTIMODAL = DatasetSchema(
         Column("client_cpu_max", "float", "cores", role=CLIENT_LOAD),
     ),
 )
+IMAGE_0 = DatasetSchema(
+    name="eager.image_0_start",
+    title={"zh": "图像数限为 0 的服务器能否启动：默认模式与 eager 模式", "en": "Whether a server with images limited to 0 starts: default and eager mode"},
+    key=("mode",),
+    doc="The multimodal experiment's {\"image\": 0} server failed to start on vLLM 0.26.0 in default mode; the same "
+        "start in both modes, one after the other, says whether the mode is the cause.",
+    columns=(
+        Column("mode", "str"),
+        Column("limit_mm", "str", doc="--limit-mm-per-prompt"),
+        Column("started", "bool", doc="the start-up reached the KV-cache sizing (the server is then stopped)"),
+        Column("kv_cache_tokens", "int", "tokens", nullable=True),
+        Column("error", "str", doc="the log's root cause when it did not start", nullable=True),
+    ),
+)
 SUMMARY = DatasetSchema(
     name="eager.summary",
     title={"zh": "eager 模式的代价（默认模式 ÷ eager 模式）", "en": "What eager mode costs (default ÷ eager)"},
@@ -105,7 +120,7 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 class Eager(Experiment):
     name = "eager"
     title = {"zh": "eager 模式的代价", "en": "What eager mode costs"}
-    datasets = (STARTUP, DECODE, MULTIMODAL, SUMMARY)
+    datasets = (STARTUP, DECODE, MULTIMODAL, IMAGE_0, SUMMARY)
     attachable = False
 
     @staticmethod
@@ -134,6 +149,12 @@ class Eager(Experiment):
                           label=f"vl-{mode}-mode")
 
     @staticmethod
+    def image_0_spec(mode: str) -> ServerSpec:
+        return ServerSpec("vl", ("--max-model-len", "4096", "--limit-mm-per-prompt", IMAGE_0_LIMIT)
+                          + (("--enforce-eager",) if mode == "eager" else ()),
+                          label=f"vl-image-0-{mode}-mode", starts_alone=True, facts_only=True)
+
+    @staticmethod
     def sizes(profile) -> dict:
         return profile.sizes.get("eager", {"points": ((1, 8), (32, 128)), "output_tokens": 64, "rounds": 3, "words": 200,
                                            "image_side": 448, "image_requests": 8})
@@ -153,6 +174,8 @@ class Eager(Experiment):
         for mode in MODES:
             steps.append(Step(self.vl_spec(mode), f"multimodal TTFT, {mode} mode: {s['rounds']} × {s['image_requests']} "
                                                   f"images of {s['image_side']} px", s["rounds"] * s["image_requests"], 15))
+        steps += [Step(self.image_0_spec(mode), f"start-up with images limited to 0, {mode} mode (facts only)", 0, 5)
+                  for mode in MODES]
         return steps
 
     def run(self, ctx):
@@ -171,7 +194,19 @@ class Eager(Experiment):
         for mode in MODES:
             if not ctx.done(MULTIMODAL, mode=mode):
                 self.multimodal(ctx, ctx.server(self.vl_spec(mode)), mode, s)
+        for mode in MODES:
+            if not ctx.done(IMAGE_0, mode=mode):
+                self.image_0(ctx, mode)
         self.summarise(ctx)
+
+    def image_0(self, ctx, mode: str) -> None:
+        row = {"mode": mode, "limit_mm": IMAGE_0_LIMIT}
+        try:
+            facts = ctx.server(self.image_0_spec(mode)).facts
+        except ServerFailed as exc:  # not starting is the finding
+            ctx.record(IMAGE_0, row | {"started": False, "error": exc.reason[:300]})
+            return
+        ctx.record(IMAGE_0, row | {"started": True, "kv_cache_tokens": facts.kv_cache_tokens})
 
     def decode(self, ctx, server, mode: str, s: dict) -> None:
         prompts = sentences(max(n for _, n in s["points"]), s["words"], seed=11)
