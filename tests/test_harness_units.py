@@ -877,6 +877,11 @@ def test_a_smaller_workload_needs_an_environment_of_its_own(tmp_path, monkeypatc
     assert profile.sizes["repeats"] == 1 and profile.sizes_override == (("repeats", "1"),)
     with pytest.raises(runner.RunRefused, match="--env"):
         runner.plan(runner.RunOptions(["pooling"], profile, data_root=tmp_path, dry_run=True))
+    monkeypatch.setenv("MEASURE_SIZES", '{"colocate": 2}')  # servers that may share the machine start two at a time
+    assert profiles.pick("cpu").colocate == 2 and profiles.CPU.colocate == 1
+    monkeypatch.setenv("MEASURE_SIZES", '{"colocate": 0}')
+    with pytest.raises(SystemExit, match="colocate"):
+        profiles.pick("cpu")
     monkeypatch.setenv("MEASURE_SIZES", "repeats=1")
     with pytest.raises(SystemExit, match="not JSON"):
         profiles.pick("cpu")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.vllm
 FIDELITY = CPU_SIZES | {"rounds": 2, "warmup": 1,
                         "ceiling": CPU_SIZES["ceiling"] | {"requests": 256, "embed_requests": 256,
                                                            "paced": CPU_SIZES["ceiling"]["paced"] | {"requests": 32}}}
-SIZES = {"fidelity": FIDELITY, "repeats": 2}
+SIZES = {"fidelity": FIDELITY, "repeats": 2, "colocate": 2}  # two servers may start at once
 
 
 def measure(tmp_path, *args):

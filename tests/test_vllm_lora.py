@@ -8,7 +8,7 @@ pytestmark = pytest.mark.vllm
 
 def test_lora_datasets(tmp_path):
     require(python_imports("import vllm, peft"), "vLLM and peft", VLLM_HOW)
-    out = run_measure(tmp_path, "lora-cpu", "lora", sizes={"lora_requests": 8, "repeats": 2})
+    out = run_measure(tmp_path, "lora-cpu", "lora", sizes={"lora_requests": 8, "repeats": 2, "colocate": 2})
     assert "workload sizes replaced by MEASURE_SIZES" in out
     from measure.site.scan import make_store
 

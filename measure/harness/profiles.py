@@ -158,8 +158,8 @@ def frozen(value):
 
 
 def with_sizes_override(profile: Profile, text: str) -> Profile:
-    """``profile`` with some workload sizes replaced (MEASURE_SIZES='{"repeats": 2}'): a smaller run for a
-    smoke test. Its fingerprints differ from the profile's own, and provenance records what was replaced."""
+    """``profile`` with some workload sizes replaced (MEASURE_SIZES='{"repeats": 2}'), or more servers started at
+    once ('{"colocate": 2}': start-ups are mostly single-threaded imports): a smaller, quicker run for a smoke test. Its fingerprints differ from the profile's own, and provenance records what was replaced."""
     if not text.strip():
         return profile
     try:
@@ -168,7 +168,12 @@ def with_sizes_override(profile: Profile, text: str) -> Profile:
         raise SystemExit(f"{SIZES_OVERRIDE_ENV} is not JSON ({exc}); e.g. {SIZES_OVERRIDE_ENV}='{{\"repeats\": 2}}'") from None
     if not isinstance(override, dict) or not override:
         raise SystemExit(f"{SIZES_OVERRIDE_ENV} must be a JSON object of workload sizes, e.g. '{{\"repeats\": 2}}'")
-    return replace(profile, sizes=profile.sizes | {k: frozen(v) for k, v in override.items()},
+    # "colocate": how many servers may start together (Profile.colocate); kept among the sizes too, so the
+    # fingerprint differs from the profile's own
+    colocate = override.get("colocate", profile.colocate)
+    if not isinstance(colocate, int) or colocate < 1:
+        raise SystemExit(f"{SIZES_OVERRIDE_ENV}: colocate must be a whole number of servers, 1 or more; got {colocate!r}")
+    return replace(profile, sizes=profile.sizes | {k: frozen(v) for k, v in override.items()}, colocate=colocate,
                    sizes_override=tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in override.items())))
 
 
