@@ -194,6 +194,13 @@ class ServerPool:
         self.live = {}
         self.failed = {}
 
+    def base_urls(self) -> None:
+        """Only an attached pool's servers are known by URL (provenance names them)."""
+
+    def software(self, client: dict) -> dict:
+        """The software behind the measurements: this machine's, where the servers run."""
+        return client
+
 
 @dataclass
 class AttachedPool:
@@ -242,6 +249,7 @@ class AttachedPool:
         """Someone else's servers keep running."""
 
     def base_urls(self) -> dict[str, str]:
+        """Attach mode's servers, as provenance names them."""
         return {role: server.base_url for role, server in self.servers.items()}
 
     def software(self, client: dict) -> dict:

@@ -35,6 +35,11 @@ class Profile:
     colocate_args: tuple[str, ...] = ()
     sizes_override: tuple[tuple[str, str], ...] = ()  # (key, JSON) that MEASURE_SIZES replaced: recorded in provenance
 
+    @property
+    def replaced_sizes(self) -> dict:
+        """What MEASURE_SIZES replaced, as the JSON it gave (empty for the profile's own sizes)."""
+        return {key: json.loads(value) for key, value in self.sizes_override}
+
 
 CPU = Profile(
     name="cpu",
@@ -159,7 +164,8 @@ def frozen(value):
 
 def with_sizes_override(profile: Profile, text: str) -> Profile:
     """``profile`` with some workload sizes replaced (MEASURE_SIZES='{"repeats": 2}'), or more servers started at
-    once ('{"colocate": 2}': start-ups are mostly single-threaded imports): a smaller, quicker run for a smoke test. Its fingerprints differ from the profile's own, and provenance records what was replaced."""
+    once ('{"colocate": 2}': start-ups are mostly single-threaded imports): a smaller, quicker run for a smoke test.
+    Its fingerprints differ from the profile's own, and provenance records what was replaced."""
     if not text.strip():
         return profile
     try:

@@ -417,15 +417,9 @@ def open_pool(opts: RunOptions, the_plan: RunPlan, previous: dict | None) -> Ser
 
 def run_facts(opts: RunOptions, the_plan: RunPlan, pool: ServerPool | AttachedPool, previous: dict | None) -> prov.RunFacts:
     """What every promoted experiment's provenance says of this run."""
-    override = {k: json.loads(v) for k, v in opts.profile.sizes_override}
-    if override:
-        console.print(f"[yellow]workload sizes replaced by MEASURE_SIZES[/] {json.dumps(override)}: a smaller run whose "
-                      "figures are not the profile's (its provenance says so)")
-    attached = isinstance(pool, AttachedPool)
-    return prov.RunFacts(the_plan.env_name, the_plan.hardware,
-                         pool.software(the_plan.software) if attached else the_plan.software, opts.profile.name,
-                         the_plan.fingerprints, resumed_from=previous, sizes_override=override,
-                         attached=pool.base_urls() if attached else None)
+    return prov.RunFacts(the_plan.env_name, the_plan.hardware, pool.software(the_plan.software), opts.profile.name,
+                         the_plan.fingerprints, resumed_from=previous, sizes_override=opts.profile.replaced_sizes,
+                         attached=pool.base_urls())
 
 
 def measure_experiment(exp: Experiment, opts: RunOptions, the_plan: RunPlan, staging: Staging,
@@ -479,6 +473,9 @@ def execute(opts: RunOptions, the_plan: RunPlan) -> list[str]:
     staging, previous = open_staging(opts, the_plan)
     pool = open_pool(opts, the_plan, previous)
     pool.prepare(the_plan.experiments)
+    if opts.profile.replaced_sizes:
+        console.print(f"[yellow]workload sizes replaced by MEASURE_SIZES[/] {json.dumps(opts.profile.replaced_sizes)}: "
+                      "a smaller run whose figures are not the profile's (its provenance says so)")
     facts = run_facts(opts, the_plan, pool, previous)
     promoted: list[str] = []
     failed: dict[str, str] = {}
