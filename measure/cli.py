@@ -84,6 +84,13 @@ def cmd_adopt(args) -> int:
     return 0
 
 
+def cmd_revision(args) -> int:
+    from measure.harness.provenance import code_revision
+
+    print(code_revision())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="measure", description=__doc__)
     parser.add_argument("--data-root", type=Path, default=None, help="data folder (default: $MEASURE_DATA_ROOT or ./data)")
@@ -122,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     claims = sub.add_parser("claims", help="print every 未实测/未确认 claim; non-zero on unknown names")
     claims.add_argument("--all", action="store_true", help="print every claim, not only open ones")
     claims.set_defaults(func=cmd_claims)
+
+    revision = sub.add_parser("revision", help="print the revision a run here would record (the last commit that "
+                              "changed measuring code; pass it as $MEASURE_CODE_REVISION to a host without .git)")
+    revision.set_defaults(func=cmd_revision)
 
     chapter = sub.add_parser("chapter", help="scaffold a new chapter: pages, experiment module, test, nav")
     chapter.add_argument("name")

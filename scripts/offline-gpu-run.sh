@@ -23,6 +23,26 @@ if [ "$(cat $site/.bundle-id 2>/dev/null)" != "$bundle_id" ]; then
   rm -rf "$work" && echo "$bundle_id" > $site/.bundle-id
 fi
 export PYTHONPATH=$site
+# AIPerf and GuideLLM for `loadgens`, where their wheels came along (.gpu/loadgens/TOOL.tar, built by
+# offline_wheels.py with the host's and the bundle's packages as present): each in a folder of its own, ahead of
+# vLLM's on its path (they pin other versions of some of its packages), started by a small wrapper.
+for tar in .gpu/loadgens/*.tar; do
+  [ -e "$tar" ] || break
+  tool=$(basename "$tar" .tar); dir=/tmp/loadgens/$tool
+  case $tool in aiperf) entry="from aiperf.cli import app as main" ;; guidellm) entry="from guidellm.__main__ import cli as main" ;;
+    *) echo "unknown load generator wheels: $tar"; continue ;; esac
+  if [ "$(cat $dir/.tar-id 2>/dev/null)" != "$(sha256sum < "$tar" | cut -c1-16)" ]; then
+    rm -rf $dir && mkdir -p $dir/wheels && tar xf "$tar" -C $dir/wheels
+    python3 -m pip install -q --no-index --no-deps --no-compile --target $dir/site $dir/wheels/*.whl \
+      || { echo "$tool's wheels do not install here: loadgens runs without it"; rm -rf $dir; continue; }
+    rm -rf $dir/wheels && sha256sum < "$tar" | cut -c1-16 > $dir/.tar-id
+  fi
+  mkdir -p $dir/bin
+  printf '#!/bin/sh\nPYTHONPATH=%s/site:%s exec python3 -c "import sys; %s; sys.exit(main())" "$@"\n' \
+    "$dir" "$site" "$entry" > $dir/bin/$tool && chmod +x $dir/bin/$tool
+  export "MEASURE_$(echo $tool | tr a-z A-Z)=$dir/bin/$tool"
+  $dir/bin/$tool --version 2>&1 | tail -1 | sed "s/^/$tool: /" || echo "$tool does not start here: loadgens will fail on it"
+done
 # vLLM's compile cache and the kernel JIT caches of an earlier lease (brought back by this script, split in parts):
 # with them a default-mode start takes about as long as an eager one.
 if ls .gpu/compile-cache.tgz.part-* >/dev/null 2>&1 && [ ! -d ~/.cache/vllm ]; then
@@ -33,7 +53,7 @@ fi
 # cache of its own. Kernels are cached by content hash, so one shared folder serves every server.
 export TRITON_CACHE_DIR=~/.cache/vllm/triton-shared
 mkdir -p "$TRITON_CACHE_DIR"
-# The copy of the tree on the host has no .git: pass the revision in (MEASURE_CODE_REVISION=$(git rev-parse HEAD)).
+# The copy of the tree on the host has no .git: pass the revision in (MEASURE_CODE_REVISION=$(python -m measure revision)).
 : "${MEASURE_CODE_REVISION:?set MEASURE_CODE_REVISION to the commit being run}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, 'cuda', torch.version.cuda)"

@@ -885,3 +885,34 @@ def test_a_smaller_workload_needs_an_environment_of_its_own(tmp_path, monkeypatc
     monkeypatch.setenv("MEASURE_SIZES", "repeats=1")
     with pytest.raises(SystemExit, match="not JSON"):
         profiles.pick("cpu")
+
+
+def test_code_revision_names_the_last_commit_of_measuring_code(tmp_path):
+    """A commit that edits only pages keeps the revision a run records; one that edits measure/ moves it; an
+    uncommitted edit of measuring code marks it +dirty (and MEASURE_CODE_REVISION, where set, wins)."""
+    import subprocess
+    import sys
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    env = {k: v for k, v in os.environ.items() if k != "MEASURE_CODE_REVISION"}
+
+    def revision(**extra):
+        return subprocess.run([sys.executable, "-m", "measure", "revision"], cwd=clone, env=env | extra,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def commit(path, text):
+        (clone / path).write_text((clone / path).read_text() + text)
+        subprocess.run([*git, "commit", "-qam", f"edit {path}"], check=True)
+        return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    before = revision()
+    assert re.fullmatch(r"[0-9a-f]{40}", before)
+    commit("docs/index.zh.md", "\n")
+    assert revision() == before
+    moved = commit("measure/workloads.py", "\n")
+    assert revision() == moved != before
+    (clone / "scripts" / "offline-gpu-run.sh").write_text((clone / "scripts" / "offline-gpu-run.sh").read_text() + "\n")
+    assert revision() == moved + "+dirty"
+    assert revision(MEASURE_CODE_REVISION="abc") == "abc"

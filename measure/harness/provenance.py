@@ -26,18 +26,20 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-MEASURED_CODE = ("measure", "pyproject.toml", "noxfile.py")
+# What a measurement runs: the measure package, its dependencies and sessions, and the scripts of an offline GPU host.
+MEASURED_CODE = ("measure", "pyproject.toml", "noxfile.py", "scripts")
 
 
 def code_revision() -> str:
-    """$MEASURE_CODE_REVISION where set (a host that got a copy of the tree, whose .git may be missing or
-    stale), else the git commit, with +dirty for uncommitted changes to what a measurement runs: the measure
-    package, pyproject.toml and noxfile.py (a run's own writes to data/, or an edit of a page, change no code)."""
+    """The last commit that changed what a measurement runs (MEASURED_CODE), with +dirty for uncommitted changes
+    to it: a commit that only edits pages or data leaves the revision as it was, so datasets measured on either
+    side of it (a GPU chapter spread over two leases) name one revision. $MEASURE_CODE_REVISION where set: a
+    host that got a copy of the tree without .git (``python -m measure revision`` prints the value to pass)."""
     if os.environ.get("MEASURE_CODE_REVISION"):
         return os.environ["MEASURE_CODE_REVISION"]
     if not (REPO_ROOT / ".git").exists():
         return "unknown"
-    rev = _run(["git", "rev-parse", "HEAD"]) or "unknown"
+    rev = _run(["git", "log", "-1", "--format=%H", "--", *MEASURED_CODE]) or "unknown"
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED_CODE])
     return rev + ("+dirty" if dirty else "")
 
