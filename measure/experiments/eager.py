@@ -12,7 +12,7 @@ import re
 import shutil
 import statistics
 
-from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.experiment import Experiment, ServerSpec, Step, register, spread
 from measure.harness.loadgen import HttpRequest, default_workers
 from measure.harness.server import STATE_DIR, ServerFailed
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
@@ -110,10 +110,6 @@ PHASES = {
 def startup_phases(log: str) -> dict[str, float | None]:
     found = {name: pattern.search(log) for name, pattern in PHASES.items()}
     return {name: float(m.group(1)) if m else None for name, m in found.items()}
-
-
-def _spread(values: list[float]) -> tuple[float, float, float]:
-    return statistics.median(values), min(values), max(values)
 
 
 @register
@@ -219,8 +215,8 @@ class Eager(Experiment):
             load.run(requests, concurrency)  # warm-up: the first requests pay for lazy initialisation
             rounds = [load.run(requests, concurrency) for _ in range(s["rounds"])]
             summaries = [r.summary() for r in rounds]
-            tok_s = _spread([x.output_tok_s for x in summaries])
-            tpot = _spread([x.tpot_median_ms for x in summaries])
+            tok_s = spread([x.output_tok_s for x in summaries])
+            tpot = spread([x.tpot_median_ms for x in summaries])
             ctx.log(f"  {mode}, {concurrency} in flight: {tok_s[0]:,.0f} output tok/s, {tpot[0]:.2f} ms per token")
             ctx.record(DECODE, {"mode": mode, "concurrency": concurrency, "requests": n, "output_tokens": s["output_tokens"],
                                 "rounds": s["rounds"], "output_tok_s": tok_s[0], "output_tok_s_min": tok_s[1],
@@ -240,7 +236,7 @@ class Eager(Experiment):
                                                server.model, 1) for i in range(n)], 1)
             medians.append(statistics.median(t.ttft_s * 1000 for t in batch.timings))
             cpu = max(cpu, batch.worker_cpu_max)
-        ttft = _spread(medians)
+        ttft = spread(medians)
         ctx.log(f"  multimodal TTFT, {mode} mode: {ttft[0]:.1f} ms")
         ctx.record(MULTIMODAL, {"mode": mode, "side": side, "requests": n, "rounds": s["rounds"], "ttft_ms": ttft[0],
                                 "ttft_ms_min": ttft[1], "ttft_ms_max": ttft[2], "client_cpu_max": cpu})

