@@ -49,8 +49,10 @@ QUANTITIES: tuple[Quantity, ...] = (
         "first-image-ttft",
         "TTFT of one 448-px image the server has not seen before, one request in flight: the side sweep, the processor-"
         "cache study (both cache sizes: a first sight misses either way) and the one-image point of the multi-image "
-        "study each measure it, on servers whose flags differ only in their image limits and cache size.",
+        "study each measure it, on servers whose flags differ only in their image limits and cache size; the eager "
+        "page's default-mode server (no image limit, sent through the load generator) measures it too.",
         members=(
+            Member("eager.multimodal_ttft", "ttft_ms", {"mode": "default"}),
             Member("multimodal.image_tokens", "ttft_ms", {"side": 448}),
             Member("multimodal.processor_cache", "first_ttft_ms"),
             Member("multimodal.multi_image", "ttft_ms", {"images_per_prompt": 1, "concurrency": 1}),

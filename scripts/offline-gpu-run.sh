@@ -31,11 +31,12 @@ for tar in .gpu/loadgens/*.tar; do
   tool=$(basename "$tar" .tar); dir=/tmp/loadgens/$tool
   case $tool in aiperf) entry="from aiperf.cli import app as main" ;; guidellm) entry="from guidellm.__main__ import cli as main" ;;
     *) echo "unknown load generator wheels: $tar"; continue ;; esac
-  if [ "$(cat $dir/.tar-id 2>/dev/null)" != "$(sha256sum < "$tar" | cut -c1-16)" ]; then
+  tar_id=$(sha256sum < "$tar" | cut -c1-16)
+  if [ "$(cat $dir/.tar-id 2>/dev/null)" != "$tar_id" ]; then
     rm -rf $dir && mkdir -p $dir/wheels && tar xf "$tar" -C $dir/wheels
     python3 -m pip install -q --no-index --no-deps --no-compile --target $dir/site $dir/wheels/*.whl \
       || { echo "$tool's wheels do not install here: loadgens runs without it"; rm -rf $dir; continue; }
-    rm -rf $dir/wheels && sha256sum < "$tar" | cut -c1-16 > $dir/.tar-id
+    rm -rf $dir/wheels && echo "$tar_id" > $dir/.tar-id
   fi
   mkdir -p $dir/bin
   printf '#!/bin/sh\nPYTHONPATH=%s/site:%s exec python3 -c "import sys; %s; sys.exit(main())" "$@"\n' \

@@ -3,7 +3,7 @@ import re
 import pytest
 
 from measure.schema import SchemaError, UnknownName
-from measure.site.claims import ClaimRenderer, format_number
+from measure.site.claims import ClaimRenderer, format_number, short_revision
 
 
 def render(store, lang="en"):
@@ -157,12 +157,29 @@ def test_compare_renders_the_ratio_of_two_named_values_and_fails_when_the_senten
     html = r.compare("ours", "<", "article")
     assert f"{ours / article:.2f} 倍" in html and r.claims[-1].status == "measured"
     assert r.compare("ours", "<", "article", show=False) == ""
-    with pytest.raises(SchemaError, match="ours .* is larger than article"):
+    with pytest.raises(SchemaError, match="ours .* is larger .*than article"):
         r.compare("ours", ">", "article")
     with pytest.raises(UnknownName, match="no number named 'nope'"):
         r.compare("ours", "<", "nope")
     with pytest.raises(UnknownName, match="relation"):
         r.compare("ours", "smaller", "article")
+
+
+def test_compare_calls_two_figures_within_the_tie_margin_a_tie_not_larger(store):
+    from measure.site.claims import TIE_MARGIN
+
+    r = render(store)
+    r.numbers.update(engine_ttft_bench=60.92, engine_ttft_ours=60.85, highest=62.0)  # 0.1 % apart: a tie
+    with pytest.raises(SchemaError, match="larger"):
+        r.compare("engine_ttft_bench", ">", "engine_ttft_ours")
+    with pytest.raises(SchemaError, match="smaller"):
+        r.compare("engine_ttft_ours", "<", "engine_ttft_bench")
+    assert r.compare("engine_ttft_bench", "≥", "engine_ttft_ours", show=False) == ""
+    assert r.compare("engine_ttft_bench", "≈", "engine_ttft_ours", show=False) == ""
+    with pytest.raises(SchemaError, match="no larger than"):
+        r.compare("highest", "≤", "engine_ttft_bench")
+    r.numbers.update(clearly_above=60.85 * (1 + 2 * TIE_MARGIN))
+    assert r.compare("clearly_above", ">", "engine_ttft_ours", show=False) == ""
 
 
 def test_compare_with_an_unmeasured_side_is_not_measured_not_a_pass(store):
@@ -340,3 +357,9 @@ def test_a_figure_with_a_recorded_range_shows_it_in_its_tooltip_and_on_request(f
     assert "(3 repeats, 11,000–14,500)</span>" in _throughput_at_4(r, show_range=True)
     with pytest.raises(UnknownName, match="records no range"):
         r.value("pooling_limits.roofline", "engine_ms", batch_size=4, show_range=True)
+
+
+def test_a_revision_from_uncommitted_code_keeps_its_dirty_mark_when_cut_short():
+    assert short_revision("0693dfb8aa640cdcf83ebab453aa6ad3c02dc123+dirty") == "0693dfb8aa+dirty"
+    assert short_revision("9fd18203abbc9b6423e75af0d8f16648667400c0") == "9fd18203ab"
+    assert short_revision(None) == ""

@@ -170,3 +170,12 @@ def test_portable_text_drops_the_checkout_the_interpreter_and_site_packages():
     text = f"{sys.executable} -m vllm --model {REPO_ROOT}/.cache/models/x --chat-template /opt/v/lib/python3.12/site-packages/m/t.jinja"
     assert portable(text) == "python -m vllm --model <repo>/.cache/models/x --chat-template <site-packages>/m/t.jinja"
     assert portable("/opt/torch/.venv/bin/python3 -m vllm", python="/opt/torch/.venv/bin/python3") == "python -m vllm"
+
+
+def test_portable_text_drops_a_package_folder_on_pythonpath(monkeypatch):
+    from measure.harness.server import portable
+
+    # the offline GPU bundle: `pip install --target /tmp/vllm-bundle/site`, then PYTHONPATH=/tmp/vllm-bundle/site
+    monkeypatch.setenv("PYTHONPATH", "/tmp/vllm-bundle/site/:/")
+    text = "--chat-template /tmp/vllm-bundle/site/vllm/t.jinja --model /tmp/vllm-bundle/sitex/m"
+    assert portable(text) == "--chat-template <site-packages>/vllm/t.jinja --model /tmp/vllm-bundle/sitex/m"

@@ -107,6 +107,10 @@ def test_kill_resume_and_publish(workdir):
                                                               "code_revision": record["code_revision"]}
     startup = pd.read_csv(published / "servers.startup.csv")
     assert startup["server"].is_unique and (startup["startup_s"] > 0).all()
+    # every start is kept with the experiment it was made for (servers.startup holds each server's latest only)
+    starts = prov["experiments"]["pooling"]["server_starts"]
+    assert {s["server"] for s in starts} == set(startup["server"]) and {s["experiment"] for s in starts} == {"pooling"}
+    assert all(s["startup_s"] > 0 and s["started_together"] >= 1 for s in starts)
     assert set(startup["server"]) == set(prov["servers"]) == set(prov["datasets"]["servers.startup"]["servers"])
 
     # 5. A second run on unchanged code re-measures nothing (and says why); --dry-run says the same.

@@ -89,6 +89,10 @@ class ServerPool:
     live: dict[str, srv.Server] = field(default_factory=dict)  # server id -> ready server
     failed: dict[str, BaseException] = field(default_factory=dict)  # started together with others, did not come up
     records: dict[str, dict] = field(default_factory=dict)  # server id -> provenance record
+    # Every start of this run, in order, with the experiment it was started for: a server restarted for a later
+    # experiment (warm caches) keeps its first, cold start here, where servers.startup keeps only its latest.
+    starts: list[dict] = field(default_factory=list)
+    serving: str | None = None  # the experiment being measured (the runner sets it)
 
     def model(self, role: str) -> ModelRef:
         if role not in self.profile.models:
@@ -163,6 +167,9 @@ class ServerPool:
         } | ({"started": False, "error": local(failed)} if failed else {})
         self.records[sid] = record
         staging.note("servers", sid, record)  # an interrupted run resumed elsewhere still knows this server
+        self.starts.append({"server": sid, "experiment": self.serving, "started_together": together,
+                            "startup_s": None if failed or server.startup_s is None else round(server.startup_s, 1),
+                            **({"started": False} if failed else {})})
         if failed:
             return
         staging.append(STARTUP, {
@@ -213,6 +220,8 @@ class AttachedPool:
     python: str = sys.executable  # the client's interpreter (vllm bench serve runs here)
     cache_dir: Path = srv.REPO_ROOT / ".cache" / "models"
     records: dict[str, dict] = field(default_factory=dict)
+    starts: list[dict] = field(default_factory=list)  # never any: attach mode starts nothing
+    serving: str | None = None
 
     def server(self, role: str) -> srv.Server:
         server = self.servers.get(role) or self.servers.get("*")

@@ -26,8 +26,9 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-# What a measurement runs: the measure package, its dependencies and sessions, and the scripts of an offline GPU host.
-MEASURED_CODE = ("measure", "pyproject.toml", "noxfile.py", "scripts")
+# What a measurement runs: the measure package, its dependencies and sessions, and the scripts of an offline GPU host;
+# not the site's macros (measure/site), which only render what was measured.
+MEASURED_CODE = ("measure", ":(exclude)measure/site", "pyproject.toml", "noxfile.py", "scripts")
 
 
 def code_revision() -> str:
@@ -179,10 +180,12 @@ class RunFacts:
 
     def record_experiment(self, current: dict, *, experiment: str, datasets: list[str], promoted_now: list[str],
                           dataset_servers: dict[str, set[str]], planned: set[str], server_records: dict,
-                          kept_older: bool, revision: str, date: str, wall_s: float | None = None) -> dict:
+                          kept_older: bool, revision: str, date: str, wall_s: float | None = None,
+                          server_starts: list[dict] | None = None) -> dict:
         """``current`` (the environment's provenance.json) after promoting ``promoted_now`` of ``experiment``:
         its datasets name the servers behind them, and every server keeps its full command. ``kept_older``: the
-        run measured only missing datasets, so the others keep their own provenance."""
+        run measured only missing datasets, so the others keep their own provenance. ``server_starts``: every
+        server start made for this experiment, in order (servers it shared with an earlier one started there)."""
         hardware, label = self.environment()
         current.update({
             "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": self.software,
@@ -206,6 +209,7 @@ class RunFacts:
             "datasets": sorted(measured | (set(before.get("datasets", [])) if kept_older else set())),
             # how long this run of it took, server starts included: what `--dry-run` plans the next one with
             **({"wall_s": round(wall_s, 1)} if wall_s is not None and not kept_older and not self.resumed_from else {}),
+            **({"server_starts": server_starts} if server_starts else {}),
             **({"partial": "only missing datasets were measured; a plain run re-measures all"} if kept_older else {}),
             **({"sizes_override": self.sizes_override} if self.sizes_override else {}),
             **({"resumed_from": {k: self.resumed_from.get(k) for k in ("started", "code_revision")}

@@ -458,7 +458,8 @@ def record_experiment(exp: Experiment, ctx: RunContext, facts: prov.RunFacts, st
         return facts.record_experiment(
             current, experiment=exp.name, datasets=[d.name for d in exp.datasets], promoted_now=promoted_now,
             dataset_servers=ctx.dataset_servers, planned=planned, server_records=pool.records,
-            kept_older=bool(ctx.published), revision=revision, date=date, wall_s=wall_s)
+            kept_older=bool(ctx.published), revision=revision, date=date, wall_s=wall_s,
+            server_starts=[start for start in pool.starts if start["experiment"] == exp.name])
 
     done = staging.promote([*exp.datasets, STARTUP], update, merge_by_key=(STARTUP.name,))
     # Rows of servers this run started stay too: a later experiment may yet use them (a shared start).
@@ -482,6 +483,7 @@ def execute(opts: RunOptions, the_plan: RunPlan) -> list[str]:
     try:
         for exp in the_plan.experiments:
             started = time.monotonic()
+            pool.serving = exp.name
             ctx, failure = measure_experiment(exp, opts, the_plan, staging, pool, previous)
             if failure:
                 failed[exp.name] = failure

@@ -40,9 +40,14 @@ _SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
 
 def portable(text: str, python: str | None = None) -> str:
     """``text`` as provenance keeps it: no path of this machine. The checkout is ``<repo>``, the interpreter that
-    ran vLLM is ``python``, an installed package's folder is ``<site-packages>/``."""
+    ran vLLM is ``python``, an installed package's folder is ``<site-packages>/``: a ``site-packages`` folder, or
+    one on ``$PYTHONPATH`` (the offline GPU bundle is a ``pip install --target`` folder)."""
     if python:
         text = text.replace(python, "python")
+    for folder in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        folder = folder.rstrip("/")
+        if len(folder) > 1:  # "/" or "" would eat every path
+            text = re.sub(re.escape(folder) + r"/", "<site-packages>/", text)
     # packages first: a virtualenv inside the checkout would otherwise read "<repo><site-packages>/"
     return checkout_relative(_SITE_PACKAGES.sub("<site-packages>/", text.replace(sys.executable, "python")))
 

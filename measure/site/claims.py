@@ -24,7 +24,7 @@ from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
 from measure.site.consistency import Consistency, consistency_for
-from measure.site.labels import column_label, model_label, value_label
+from measure.site.labels import column_label, model_label, unit_label, value_label
 from measure.store import Environment, Store, select
 
 
@@ -91,9 +91,14 @@ TEXT = {
 STATUSES = ("measured", "cited", "not_measured", "unconfirmed")
 
 # What a sentence may say of two numbers (left / right = ratio), and the test the data must pass.
+# "smaller"/"larger" in prose needs a visible gap: two figures within TIE_MARGIN of each other are a tie (≈), and
+# "lowest"/"highest" claims that allow a tie use ≤/≥.
+TIE_MARGIN = 0.02
 RELATIONS = {
-    "<": (lambda r: r < 1, "smaller than"),
-    ">": (lambda r: r > 1, "larger than"),
+    "<": (lambda r: r < 1 - TIE_MARGIN, f"smaller (by more than {TIE_MARGIN:.0%}) than"),
+    ">": (lambda r: r > 1 + TIE_MARGIN, f"larger (by more than {TIE_MARGIN:.0%}) than"),
+    "≤": (lambda r: r <= 1, "no larger than"),
+    "≥": (lambda r: r >= 1, "no smaller than"),
     "<<": (lambda r: r <= 2 / 3, "a third or more below"),
     ">>": (lambda r: r >= 1.5, "half again or more above"),
     "≈": (lambda r: abs(r - 1) <= 0.1, "within 10 % of"),
@@ -125,6 +130,12 @@ def format_number(value, lang: str, digits: int | None = None) -> str:
         digits = 0 if float(value).is_integer() else 2
     pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
     return format_decimal(value, format=pattern, locale=BABEL_LOCALE[lang])
+
+
+def short_revision(revision) -> str:
+    """A commit hash cut to 10 characters, keeping the +dirty mark of a run from uncommitted code."""
+    commit, plus, rest = str(revision or "").partition("+")
+    return commit[:10] + plus + rest
 
 
 def title_attr_value(text: str) -> str:
@@ -189,7 +200,7 @@ class ClaimRenderer:
             f"vLLM {sw.get('vllm', '?')}" + (f", torch {sw['torch']}" if sw.get("torch") else ""),
             models,
             ds.get("date", prov.get("date", "")),
-            f"rev {str(ds.get('code_revision', prov.get('code_revision', '')))[:10]}",
+            f"rev {short_revision(ds.get('code_revision', prov.get('code_revision', '')))}",
         ]
         return " · ".join(p for p in parts if p)
 
@@ -259,7 +270,7 @@ class ClaimRenderer:
                 continue
             raw = rows.iloc[0][column]
             number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
-            shown_unit = col.unit if unit is None else unit
+            shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
             text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
             reasons = self.row_reasons(schema, rows.iloc[0], tolerance)
@@ -377,8 +388,8 @@ class ClaimRenderer:
 
     def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
         """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence
-        says of them: ``<``/``>`` (smaller/larger), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within
-        10 %). A sentence the data stop supporting fails the build; ``show=False`` checks without printing."""
+        says of them: ``<``/``>`` (smaller/larger by more than TIE_MARGIN), ``≤``/``≥`` (ties allowed: an ordering
+        such as "the lowest"), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within 10 %). A sentence the data stop supporting fails the build; ``show=False`` checks without printing."""
         if relation not in RELATIONS:
             raise UnknownName(f"{self.page}: compare relation {relation!r}; use one of {', '.join(RELATIONS)}")
         for name in (left, right):
@@ -576,7 +587,7 @@ class ClaimRenderer:
         head = "".join(
             f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">'
             f"{html.escape(labels.get(c.name) or column_label(c.name, self.lang))}"
-            f"{' (' + html.escape(c.unit) + ')' if c.unit else ''}</th>"
+            f"{' (' + html.escape(unit_label(c.unit, self.lang, heading=True)) + ')' if c.unit else ''}</th>"
             for c in cols
         )
         body, flagged = [], 0
@@ -666,7 +677,8 @@ class ClaimRenderer:
                 traces.append(trace)
 
         def axis(col, log, category=False):
-            text = (labels.get(col.name) or column_label(col.name, self.lang)) + (f" ({col.unit})" if col.unit else "")
+            text = (labels.get(col.name) or column_label(col.name, self.lang)) + (
+                f" ({unit_label(col.unit, self.lang, heading=True)})" if col.unit else "")
             return {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
 
         figure = {

@@ -212,10 +212,27 @@ def model_label(name: str, lang: str) -> str:
     from measure.models import TINY_TEXT
 
     if not isinstance(name, str) or not name.startswith("tiny-"):
-        return name
+        return value_label(name, lang)  # a description in place of a name (the article's models) reads as text
     base, layers, hidden = name[len("tiny-"):], TINY_TEXT["num_hidden_layers"], TINY_TEXT["hidden_size"]
     return (f"{base} 缩小版（{layers} 层，隐藏维度 {hidden}）" if lang == "zh"
             else f"tiny {base} ({layers} layers, hidden {hidden})")
+
+
+# Chinese for the count units the schemas write in English: (after a number in prose, in a column heading).
+# Units of physics and symbols (ms, tok/s, GiB, %, ×, px) read the same in both languages.
+UNIT_ZH = {
+    "cores": ("个核", "核"), "requests": ("个请求", "请求"), "processes": ("个进程", "进程"),
+    "inputs": ("条输入", "输入"), "servers": ("台", "台"), "docs": ("篇文档", "文档"),
+    "chunks": ("个块", "块"), "chunks/s": ("块/s", "块/s"), "params": ("个参数", "参数"),
+    "HTTP status": ("HTTP 状态码", "HTTP"),
+}
+
+
+def unit_label(unit: str | None, lang: str, heading: bool = False) -> str:
+    """``unit`` as a reader of ``lang`` reads it: after a number in prose, or (``heading``) in a column heading."""
+    if not unit or lang != "zh" or unit not in UNIT_ZH:
+        return unit or ""
+    return UNIT_ZH[unit][1 if heading else 0]
 
 
 # Chinese for the categorical values the datasets write in English (they stay the selector values pages use).
@@ -235,10 +252,11 @@ VALUE_ZH = {
     "this site": "本站", "vLLM's own": "vLLM 自带",
     # LoRA
     "speculative decoding (ngram)": "投机解码（ngram）", "largest slowdown reported": "报告的最大变慢",
-    "smallest slowdown reported": "报告的最小变慢", "throughput": "吞吐", "ttft": "首 token 时间",
+    "smallest slowdown reported": "报告的最小变慢",
+    "1.7B model of the series' LoRA article": "本系列 LoRA 一文的 1.7B 模型", "throughput": "吞吐", "ttft": "首 token 时间",
     # multimodal
     "8 GB card emulated": "模拟 8GB 显卡", "8 GB laptop card": "8GB 笔记本显卡", "whole device": "整张卡",
-    "count only": "只限数量", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
+    "count only": "只限数量", "model's own": "模型自带", "4096": "4096", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
     # parallelism, pooling
     "shared memory (CPU backend, one host)": "共享内存（CPU 后端，单机）", "not stated": "未说明", "prefill": "prefill",
     # security
