@@ -47,7 +47,7 @@ def portable(text: str, python: str | None = None) -> str:
     for folder in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
         folder = folder.rstrip("/")
         if len(folder) > 1:  # "/" or "" would eat every path
-            text = re.sub(re.escape(folder) + r"/", "<site-packages>/", text)
+            text = text.replace(folder + "/", "<site-packages>/")
     # packages first: a virtualenv inside the checkout would otherwise read "<repo><site-packages>/"
     return checkout_relative(_SITE_PACKAGES.sub("<site-packages>/", text.replace(sys.executable, "python")))
 

@@ -389,7 +389,8 @@ class ClaimRenderer:
     def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
         """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence
         says of them: ``<``/``>`` (smaller/larger by more than TIE_MARGIN), ``≤``/``≥`` (ties allowed: an ordering
-        such as "the lowest"), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within 10 %). A sentence the data stop supporting fails the build; ``show=False`` checks without printing."""
+        such as "the lowest"), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within 10 %). A sentence
+        the data stop supporting fails the build; ``show=False`` checks without printing."""
         if relation not in RELATIONS:
             raise UnknownName(f"{self.page}: compare relation {relation!r}; use one of {', '.join(RELATIONS)}")
         for name in (left, right):

@@ -256,7 +256,7 @@ VALUE_ZH = {
     "1.7B model of the series' LoRA article": "本系列 LoRA 一文的 1.7B 模型", "throughput": "吞吐", "ttft": "首 token 时间",
     # multimodal
     "8 GB card emulated": "模拟 8GB 显卡", "8 GB laptop card": "8GB 笔记本显卡", "whole device": "整张卡",
-    "count only": "只限数量", "model's own": "模型自带", "4096": "4096", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
+    "count only": "只限数量", "model's own": "模型自带", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
     # parallelism, pooling
     "shared memory (CPU backend, one host)": "共享内存（CPU 后端，单机）", "not stated": "未说明", "prefill": "prefill",
     # security
