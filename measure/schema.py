@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +21,45 @@ DTYPES = ("int", "float", "str", "bool")
 CLIENT_LOAD = "client_load"
 # Quantities that are never below zero: a negative one in a data file is a bug, not a finding.
 NON_NEGATIVE_UNITS = frozenset({"tok/s", "req/s", "chunks/s", "ms", "s", "GiB", "MiB", "tokens", "requests", "chunks",
-                                "inputs", "docs", "px", "cores", "processes", "servers", "TFLOP/s"})
+                                "inputs", "docs", "px", "cores", "processes", "servers", "TFLOP/s", "GB/s", "GB"})
 SATURATED = 0.85
 ROLES = ("", CLIENT_LOAD)
+
+# One grammar per dtype: ASCII digits, an optional leading minus where the column allows negatives, an exponent for
+# floats; no underscores, padding, '+', other scripts' digits or words like inf/nan (Python's int() and float() take
+# all of those). What format_cell writes always matches.
+INT_CELL = re.compile(r"-?[0-9]+")
+FLOAT_CELL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+# A ceiling no measurement reaches, per unit (the default for a column of that unit); others: GENERIC_CEILING.
+# A cell beyond it is a corrupted or hostile file, and the number formatter could not print it anyway.
+CEILINGS = {"ms": 1e8, "s": 1e7, "tok/s": 1e9, "req/s": 1e8, "chunks/s": 1e10, "GiB": 1e6, "MiB": 1e9,
+            "tokens": 1e10, "requests": 1e9, "chunks": 1e10, "inputs": 1e9, "docs": 1e9, "px": 1e6, "cores": 1e5,
+            "processes": 1e5, "servers": 1e5, "TFLOP/s": 1e6, "×": 1e6, "GB/s": 1e6, "GB": 1e6, "%": 1e4}
+GENERIC_CEILING = 1e15
+CLIENT_LOAD_CEILING = 1e3  # a load client's share of one core: its busiest process, or all of them on a big host
+# A text cell longer than this is not a measurement (the longest real one, an error message, is ~300 characters).
+MAX_CELL_CHARS = 64 * 1024
+# Characters that reorder or hide text in a reader's browser (bidirectional controls, zero-width characters): a
+# data cell that carries one could show a reader something other than what it holds.
+INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+# Nullable columns added to a dataset after data had been published, with the date (YYYY-MM-DD) each was added: a
+# file may lack one only if its dataset was measured before that date (the source article's tables, rows measured
+# before); any other file without it fails. Kept here, not in the experiment modules, whose source is part of their
+# fingerprint: a note on a schema's history does not change what an experiment measures.
+COLUMNS_ADDED: dict[str, dict[str, str]] = {
+    "servers.startup": {"started_together": "2026-12-01"},
+    "lora.overhead": dict.fromkeys(("base_min", "base_max", "adapter_min", "adapter_max", "repeats"), "2026-12-01"),
+    "pooling.embedding_throughput": dict.fromkeys(("tokens_per_s_min", "tokens_per_s_max"), "2026-12-01"),
+    "pooling.prefill_comparison": dict.fromkeys(("tokens_per_s_min", "tokens_per_s_max", "repeats"), "2026-12-01"),
+}
+
+
+def invisible_character(text: str) -> str | None:
+    """The first bidi-control or zero-width character of ``text``, named (U+202E), or None."""
+    found = INVISIBLE.search(text)
+    return f"U+{ord(found.group()):04X}" if found else None
 
 
 class SchemaError(ValueError):
@@ -44,6 +81,10 @@ class Column:
     doc: str = ""
     nullable: bool = False
     role: str = ""  # CLIENT_LOAD, or nothing
+    # The plausible range of a numeric column; None: the unit's default (≥ 0 for counts, times and rates; below the
+    # unit's ceiling in CEILINGS, or GENERIC_CEILING). A cell outside fails the build naming file, line and column.
+    minimum: float | None = None
+    maximum: float | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -51,21 +92,30 @@ class Column:
         if self.role not in ROLES:
             raise ValueError(f"column {self.name!r}: role must be one of {ROLES}, not {self.role!r}")
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(lowest, highest) a cell of this numeric column may hold."""
+        low = self.minimum if self.minimum is not None else (
+            0.0 if self.unit in NON_NEGATIVE_UNITS or self.role == CLIENT_LOAD or self.dtype == "int" or self.unit == "×"
+            else -GENERIC_CEILING)  # whole numbers here are counts, sizes and settings; × is a ratio
+        high = self.maximum if self.maximum is not None else (
+            CLIENT_LOAD_CEILING if self.role == CLIENT_LOAD else CEILINGS.get(self.unit, GENERIC_CEILING))
+        return low, high
+
     def parse(self, text: str):
-        """Parse one CSV cell; raise ValueError with a reason on bad input."""
+        """Parse one CSV cell by the column's grammar; raise ValueError with a reason on bad input."""
         if text == "":
             if self.nullable:
                 return None
             raise ValueError("empty, but the column is not nullable")
-        if self.dtype == "int":
-            value = int(text)
-            self.check_range(value)
-            return value
-        if self.dtype == "float":
-            value = float(text)
-            if math.isnan(value):
-                raise ValueError("NaN is not a value; leave the cell empty and mark the column nullable")
-            if not math.isfinite(value):
+        if self.dtype in ("int", "float"):
+            grammar = INT_CELL if self.dtype == "int" else FLOAT_CELL
+            if not grammar.fullmatch(text):
+                raise ValueError(f"not {'a whole number' if self.dtype == 'int' else 'a number'} as this data is "
+                                 "written (ASCII digits, an optional leading minus" + (", an exponent" if self.dtype ==
+                                 "float" else "") + "; no spaces, underscores or other characters)")
+            value = int(text) if self.dtype == "int" else float(text)
+            if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError("not a finite number (a chart cannot draw it and no measurement gives it)")
             self.check_range(value)
             return value
@@ -73,11 +123,21 @@ class Column:
             if text in ("true", "false"):
                 return text == "true"
             raise ValueError("bool cells are 'true' or 'false'")
+        if len(text) > MAX_CELL_CHARS:
+            raise ValueError(f"{len(text):,} characters; a text cell holds at most {MAX_CELL_CHARS:,}")
+        hidden = invisible_character(text)
+        if hidden:
+            raise ValueError(f"holds {hidden}, a character that reorders or hides text in a browser; remove it")
         return text
 
     def check_range(self, value) -> None:
-        if self.unit in NON_NEGATIVE_UNITS and value < 0:
-            raise ValueError(f"negative, but a quantity in {self.unit} cannot be")
+        low, high = self.bounds
+        if value < 0 <= low:
+            raise ValueError(f"negative, but a quantity in {self.unit} cannot be" if self.unit else
+                             "negative, but this column holds a count or a ratio")
+        if not low <= value <= high:
+            raise ValueError(f"{value:g} is outside this column's plausible range [{low:g}, {high:g}]"
+                             + (f" for {self.unit}" if self.unit else "") + "; no measurement gives it")
 
     def format_cell(self, value) -> str:
         """The CSV text for a value (the inverse of parse)."""
@@ -87,12 +147,17 @@ class Column:
             return ""
         if self.dtype == "bool":
             return "true" if value else "false"
-        if self.dtype == "int":
-            if isinstance(value, float) and not value.is_integer():
+        if self.dtype in ("int", "float"):
+            if self.dtype == "int" and isinstance(value, float) and not value.is_integer():
                 raise SchemaError(f"column {self.name!r} is int but got {value!r}")
-            return str(int(value))
-        if self.dtype == "float":
-            return repr(float(value))
+            number = int(value) if self.dtype == "int" else float(value)
+            try:  # what could not be read back is not written either
+                if not math.isfinite(number):
+                    raise ValueError("not a finite number (a chart cannot draw it and no measurement gives it)")
+                self.check_range(number)
+            except ValueError as exc:
+                raise SchemaError(f"column {self.name!r}: {value!r}: {exc}") from None
+            return str(number) if self.dtype == "int" else repr(number)
         return str(value)
 
 
@@ -150,19 +215,22 @@ class DatasetSchema:
     def row_key(self, row: dict) -> tuple:
         return tuple(row.get(k) for k in self.key)
 
-    def read(self, path: Path, older: bool = False) -> pd.DataFrame:
-        """Read and validate a CSV; errors name the file, line and column. ``older``: a file written before
-        nullable columns were added to the schema is read with those columns empty (a run merging new rows
-        into such a file rewrites it whole)."""
+    def read(self, path: Path, measured_on: str = "") -> pd.DataFrame:
+        """Read and validate a CSV; errors name the file, line and column (``file:line:column``). A file may lack
+        a nullable column only if it was measured (``measured_on``, YYYY-MM-DD) before the column was ``added``:
+        its rows read with that column empty (a run merging new rows into such a file rewrites it whole)."""
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             try:
                 header = next(reader)
             except StopIteration:
                 raise SchemaError(f"{path}:1: empty file, expected header {','.join(self.header)}") from None
-            added = {c.name for c in self.columns if c.name not in header and c.nullable}
-            if older and added and header == [c for c in self.header if c not in added]:
-                # Written before those nullable columns existed: each row gets them empty, in the schema's order.
+            except csv.Error as exc:
+                raise SchemaError(f"{path}:1: not readable as CSV ({exc})") from None
+            positions = {name: i for i, name in enumerate(header, start=1)}  # the file's own column numbers
+            absent = [c for c in self.columns if c.name not in header]
+            if absent and header == [c for c in self.header if c not in {a.name for a in absent}]:
+                self._check_absent_columns(path, absent, measured_on)
                 written = header
                 reader = ([dict(zip(written, cells, strict=True)).get(c, "") for c in self.header]
                           if len(cells) == len(written) else cells for cells in reader)  # a bad row fails below
@@ -174,7 +242,30 @@ class DatasetSchema:
                     f"{path}:1: header does not match dataset {self.name!r}"
                     f" (missing: {missing or '-'}; undeclared: {unknown or '-'}; expected order: {','.join(self.header)})"
                 )
-            records = []
+            records = self._records(path, reader, positions)
+        if not records:
+            raise SchemaError(f"{path}:2: a header and no rows; a run that measured nothing publishes no file"
+                              " (remove it, or re-measure the experiment)")
+        return pd.DataFrame.from_records(records, columns=self.header)
+
+    def _check_absent_columns(self, path: Path, absent: list[Column], measured_on: str) -> None:
+        """Columns a file lacks are allowed only where the schema added them after the file was measured."""
+        for col in absent:
+            added = COLUMNS_ADDED.get(self.name, {}).get(col.name)
+            if not col.nullable:
+                raise SchemaError(f"{path}:1: column {col.name!r} is missing and not nullable; re-measure the dataset")
+            if not added:
+                raise SchemaError(f"{path}:1: column {col.name!r} is missing; it was not added after data were "
+                                  "published (measure/schema.py COLUMNS_ADDED), so every file must have it")
+            if not measured_on or measured_on[:10] >= added:
+                raise SchemaError(f"{path}:1: column {col.name!r} is missing, but the dataset was measured on "
+                                  f"{measured_on[:10] or 'an unknown date'}, not before the column was added "
+                                  f"({added}); re-measure it or fix the file")
+
+    def _records(self, path: Path, reader, positions: dict[str, int]) -> list[dict]:
+        records = []
+        line_no = 1
+        try:
             for line_no, cells in enumerate(reader, start=2):
                 if not cells:
                     continue
@@ -185,12 +276,11 @@ class DatasetSchema:
                     try:
                         record[col.name] = col.parse(text)
                     except ValueError as exc:
-                        raise SchemaError(
-                            f"{path}:{line_no}: column {col.name!r} ({col.dtype}): {text!r}: {exc}"
-                        ) from None
+                        shown = text if len(text) <= 80 else text[:60] + f"… ({len(text):,} characters)"
+                        raise SchemaError(f"{path}:{line_no}:{positions[col.name]}: column {col.name!r} ({col.dtype}): "
+                                          f"{shown!r}: {exc}") from None
                 records.append(record)
-        if not records:
-            raise SchemaError(f"{path}:2: a header and no rows; a run that measured nothing publishes no file"
-                              " (remove it, or re-measure the experiment)")
-        frame = pd.DataFrame.from_records(records, columns=self.header)
-        return frame
+        except csv.Error as exc:  # e.g. a cell over csv's field limit: say where, not only what
+            raise SchemaError(f"{path}:{line_no + 1}: not readable as CSV ({exc}); a cell holds at most "
+                              f"{MAX_CELL_CHARS:,} characters") from None
+        return records

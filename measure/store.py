@@ -14,8 +14,9 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from measure.schema import DatasetSchema, SchemaError, UnknownName
+from measure.schema import DatasetSchema, SchemaError, UnknownName, invisible_character
 
 PROVENANCE_FILE = "provenance.json"
 SOURCES = ("measured", "cited")
@@ -75,10 +76,88 @@ def _date_ordinal(date: str) -> int:
     return int(digits) if digits else 0
 
 
+class _Record(BaseModel):
+    """Strict types for the fields named; other fields (written by newer or older harnesses) are kept as they are."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class _Server(_Record):
+    model: str | None = None
+    weights: str | None = None
+    command: list[str] | str | None = None  # attach mode writes a sentence: the user's flags are not known
+    env: dict[str, str] | None = None
+    vllm: str | None = None
+    startup: dict | None = None
+    startup_s: float | None = None
+    started_together: int | None = None
+    started: bool | None = None
+    error: str | None = None
+
+
+class _Dataset(_Record):
+    experiment: str | None = None
+    servers: list[str] = []
+    date: str | None = None
+    code_revision: str | None = None
+    software: dict | None = None
+
+
+class _Experiment(_Record):
+    date: str | None = None
+    code_revision: str | None = None
+    fingerprint: str | None = None
+    datasets: list[str] | None = None
+    wall_s: float | None = None
+    server_starts: list[dict] | None = None
+    software: dict | None = None
+
+
+class _Provenance(_Record):
+    """What ``provenance.json`` must hold (measure/harness/provenance.py writes it; a cited one is written by hand)."""
+
+    source: str
+    date: str
+    label: dict[str, str]
+    citation: dict | None = None
+    hardware: dict | None = None
+    software: dict | None = None
+    code_revision: str | None = None
+    profile: str | None = None
+    servers: dict[str, _Server] = {}
+    datasets: dict[str, _Dataset] = {}
+    experiments: dict[str, _Experiment] = {}
+
+    @field_validator("label")
+    @classmethod
+    def _visible(cls, label: dict[str, str]) -> dict[str, str]:
+        for lang, text in label.items():
+            hidden = invisible_character(text)
+            if hidden:
+                raise ValueError(f"the {lang} label holds {hidden}, a character that reorders or hides text")
+        return label
+
+
+def _check_types(prov, where: Path) -> None:
+    """Types and required fields of a provenance file; the error names the file and the field's path."""
+    if not isinstance(prov, dict):
+        raise SchemaError(f"{where}: a provenance file holds one JSON object, not {type(prov).__name__}")
+    try:
+        _Provenance.model_validate(prov)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise SchemaError(f"{where}: {field}: {first['msg']}{more}") from None
+    for server, record in (prov.get("servers") or {}).items():  # what a tooltip or a reproduce box shows
+        for part in [server, *(record.get("command") if isinstance(record.get("command"), list) else [])]:
+            hidden = invisible_character(part)
+            if hidden:
+                raise SchemaError(f"{where}: servers.{server}: holds {hidden}, a character that reorders or hides text")
+
+
 def validate_provenance(prov: dict, where: Path) -> None:
-    for key in ("source", "date", "label"):
-        if key not in prov:
-            raise SchemaError(f"{where}: provenance lacks {key!r}")
+    _check_types(prov, where)
     if prov["source"] not in SOURCES:
         raise SchemaError(f"{where}: source must be one of {SOURCES}, not {prov['source']!r}")
     if prov["source"] == "cited" and not prov.get("citation"):
@@ -143,8 +222,9 @@ class Store:
     def frame(self, env: Environment, dataset: str) -> pd.DataFrame:
         cache_key = (env.name, dataset)
         if cache_key not in self._frames:
-            # a table written before a nullable column existed reads with it empty; the next run rewrites it whole
-            self._frames[cache_key] = self.schema(dataset).read(env.csv_path(dataset), older=True)
+            # a table measured before a nullable column was added reads with it empty (schema.COLUMNS_ADDED)
+            measured_on = env.dataset_provenance(dataset).get("date") or env.provenance.get("date", "")
+            self._frames[cache_key] = self.schema(dataset).read(env.csv_path(dataset), measured_on=measured_on)
         return self._frames[cache_key]
 
     def sources(self, dataset: str, env: str | None = None, cited: bool | None = None) -> list[Environment]:

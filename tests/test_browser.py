@@ -95,27 +95,43 @@ def search(page, query: str) -> list[tuple[str, str]]:
     return [(a.get_attribute("href"), a.inner_text().replace("\u200b", "")) for a in links.all()]
 
 
-@pytest.mark.parametrize("path, query, lang", [("/en/", "memory", "en"), ("/en/pooling/", "cache", "en"),
-                                                ("/", "显存", "zh"), ("/pooling/", "缓存", "zh")])
-def test_search_finds_pages_of_the_page_language(served_site, path, query, lang):
-    """One index holds both languages (mkdocs-static-i18n merges them): the results must be the reader's language's,
-    and English words must be found at all (lunr's stemmer once indexed "memory" as "memori", found by no query)."""
+@pytest.mark.parametrize("path, query, first", [
+    ("/en/", "memory", None), ("/en/pooling/", "cache", None), ("/", "显存", None), ("/pooling/", "缓存", None),
+    # Typed in the box, a Chinese query once went through Material's own cut, which dropped its tail (重定向 searched
+    # 重* 定*: any page with 重要 or 确定) and found nothing for words jieba had cut otherwise.
+    ("/", "吞吐", None), ("/", "重定向", "multimodal/"), ("/eager/", "前缀缓存", None)])
+def test_search_finds_pages_of_the_page_language(served_site, path, query, first):
+    """Each language has its own index, and a page loads only its own language's: the results are the reader's
+    language's. English words are found at all (lunr's stemmer once indexed "memory" as "memori", found by no query);
+    Chinese queries find the pages that hold the words (重定向: the multimodal page, which says most about redirects,
+    comes first)."""
     from playwright.sync_api import sync_playwright
 
-    url, _ = served_site
+    url, site = served_site
+    lang = "en" if path.startswith("/en/") else "zh"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         errors = watch(page, url)
+        indexes: list[str] = []
+        page.on("request", lambda r: indexes.append(r.url[len(url):]) if r.url.endswith("search_index.json") else None)
         page.goto(url + path)
         results = search(page, query)
         browser.close()
     assert results and errors == []
+    assert indexes == (["/en/search/search_index.json"] if lang == "en" else ["/search/search_index.json"])
     hrefs = [href for href, _ in results]
     in_en = [href.startswith(url + "/en/") for href in hrefs]
     assert all(in_en) if lang == "en" else not any(in_en), hrefs
     # Snippets show the query, highlighted, as readable text.
     assert any(query.lower() in text.lower() for _, text in results), results[:3]
+    if first:
+        assert hrefs[0].startswith(f"{url}/{first}"), hrefs[:3]
+    # Every page listed holds each word of the query (前缀缓存: jieba's 前缀 and 缓存), not just one of its characters.
+    words = {"前缀缓存": ("前缀", "缓存")}.get(query, (query,))
+    for page_path in {href[len(url):].split("?")[0] for href in hrefs}:
+        text = (site / page_path.strip("/") / "index.html").read_text(encoding="utf-8").lower()
+        assert all(word in text for word in words), (page_path, query)
 
 
 def test_every_page_loads_cleanly_and_fits_1280(served_site):

@@ -197,9 +197,9 @@ def _with_roofline(fixture_root, tokens_per_s: float, spread: tuple[float, float
 
     env = fixture_root / "fixture-cpu"
     (env / "pooling_limits.roofline.csv").write_text(
-        "model,weights,batch_size,tokens_per_s,matmul_params,achieved_tflops,peak_share_pct,client_ms,engine_ms,"
-        f"queue_ms,prefill_ms,outside_engine_ms,client_cpu_share\ntiny-Qwen3-Embedding-0.6B,dummy,4,{tokens_per_s},"
-        "294912,0.01,1.0,40.0,20.0,0.1,10.0,20.0,0.2\n")
+        "model,weights,batch_size,tokens_per_s,tokens_per_s_min,tokens_per_s_max,repeats,matmul_params,achieved_tflops,"
+        "peak_share_pct,client_ms,engine_ms,queue_ms,prefill_ms,outside_engine_ms,client_cpu_share\n"
+        f"tiny-Qwen3-Embedding-0.6B,dummy,4,{tokens_per_s},,,,294912,0.01,1.0,40.0,20.0,0.1,10.0,20.0,0.2\n")
     if spread:  # the throughput table with the range of its repeats (columns in the schema's order)
         (env / "pooling.embedding_throughput.csv").write_text(
             "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,tokens_per_s_min,tokens_per_s_max,"
@@ -244,9 +244,8 @@ def test_two_recorded_ranges_that_do_not_overlap_disagree_even_when_close(fixtur
 
     _with_roofline(fixture_root, 13000.0, spread=(12000.0, 12600.0))
     roofline = (env / "pooling_limits.roofline.csv").read_text().splitlines()
-    header = roofline[0].replace("tokens_per_s,", "tokens_per_s,tokens_per_s_min,tokens_per_s_max,repeats,")
-    row = roofline[1].replace(",13000.0,", ",13000.0,12800.0,13300.0,5,")
-    (env / "pooling_limits.roofline.csv").write_text(f"{header}\n{row}\n")  # 5 % apart, ranges apart
+    row = roofline[1].replace(",13000.0,,,,", ",13000.0,12800.0,13300.0,5,")
+    (env / "pooling_limits.roofline.csv").write_text(f"{roofline[0]}\n{row}\n")  # 5 % apart, ranges apart
     r = render(make_store(fixture_root))
     assert "Unconfirmed" in _throughput_at_4(r) and r.claims[-1].status == "unconfirmed"
 

@@ -1,40 +1,13 @@
-"""Contributor tooling: a scaffolded chapter builds with its badges; the lint catches typed numbers."""
+"""Contributor tooling: the lint catches typed numbers (the scaffold: test_scaffold.py)."""
 
 import shutil
-import subprocess
-import sys
 
+import pytest
 from conftest import REPO, build_site
 
-from measure.site.lint import typed_numbers
-
-
-def test_scaffolded_chapter_builds_with_not_measured_badges(tmp_path):
-    clone = tmp_path / "repo"
-    top_level_skip = {".git", ".nox", ".cache", ".measure", "site", ".gpu", ".venv"}
-    shutil.copytree(REPO, clone, ignore=lambda d, names: [
-        n for n in names if (d == str(REPO) and n in top_level_skip) or n == "__pycache__" or n.endswith(".egg-info")])
-    out = subprocess.run([sys.executable, "-c", "import sys; from measure.scaffold import scaffold; scaffold('kv_offload', "
-                          f"__import__('pathlib').Path({str(clone)!r}))"], cwd=clone, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "  - Kv offload: kv_offload.md\n" in (clone / "mkdocs.yml").read_text()
-    # Build the clone's site: its own measure package (with the new experiment) comes first on the path.
-    env_path = f"{clone}"
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-        cwd=clone, capture_output=True, text=True,
-        env={**__import__("os").environ, "PYTHONPATH": env_path, "MEASURE_DATA_ROOT": str(REPO / "tests/fixtures/data"), "MEASURE_PARTIAL_DATA": "1",
-             "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    html = (tmp_path / "site" / "en" / "kv_offload" / "index.html").read_text()
-    assert "Not measured" in html and "claim-not-measured" in html
-    zh = (tmp_path / "site" / "kv_offload" / "index.html").read_text()
-    assert "未实测" in zh
-    # Scaffolding twice refuses instead of overwriting.
-    again = subprocess.run([sys.executable, "-c", "from measure.scaffold import scaffold; scaffold('kv_offload', "
-                            f"__import__('pathlib').Path({str(clone)!r}))"], cwd=clone, capture_output=True, text=True)
-    assert again.returncode != 0 and "exists already" in again.stderr
+from measure.experiment import all_schemas
+from measure.site.lint import doubled_units, lint_docs, typed_numbers
+from measure.site.macros import reproduce_box
 
 
 def test_lint_catches_typed_numbers_but_not_code_or_macros():
@@ -54,11 +27,44 @@ def test_lint_catches_typed_numbers_but_not_code_or_macros():
     assert "448" not in flagged
 
 
+@pytest.mark.site
 def test_typed_number_in_a_page_fails_the_strict_build(tmp_path):
     docs = tmp_path / "docs"
     shutil.copytree(REPO / "docs", docs)
     page = docs / "lora.en.md"
-    page.write_text(page.read_text() + "\nAdapters cost 12% of throughput.\n")
+    page.write_text(page.read_text() + "\nAdapters cost 12% of throughput.\n"
+                    '{{ value("pooling.embedding_throughput", "latency_ms", model="tiny-Qwen3-Embedding-0.6B", batch_size=1, '
+                    'encoding_format="float") }} ms per batch.\n')
     result = build_site(REPO / "tests" / "fixtures" / "data", tmp_path / "site", docs_dir=docs, check=False)
     assert result.returncode != 0
     assert "number typed into prose: '12%'" in result.stdout + result.stderr
+    assert "'ms' typed after value('pooling.embedding_throughput.latency_ms'" in result.stdout + result.stderr
+
+
+def test_a_unit_typed_after_a_value_that_prints_its_own_is_caught_with_page_and_line(tmp_path):
+    schemas = all_schemas()
+    tput = 'value("pooling.embedding_throughput", "tokens_per_s", batch_size=1, digits=0)'
+    page = (f"Intro.\nIt did {{{{ {tput} }}}} tok/s, and {{{{ {tput} }}}} tokens a second.\n"
+            f"Bare: {{{{ value(\"pooling.embedding_throughput\", \"tokens_per_s\", batch_size=1, unit=\"\") }}}} tok/s.\n"
+            f"Fine: {{{{ {tput} }}}}, so {{{{ {tput} }}}} sounds right; {{{{ value(\"pooling.embedding_throughput\", "
+            f"\"repeats\", batch_size=1) }}}} ms.\n")
+    found = doubled_units(page, "x.en.md", schemas, "en")
+    assert [f.where for f in found] == ["x.en.md:2", "x.en.md:2"]
+    assert "'tok/s' typed after value('pooling.embedding_throughput.tokens_per_s'" in found[0].message
+    assert "'tokens' typed" in found[1].message
+    # zh prints count units in Chinese ("个请求"), and those typed after it are caught too.
+    zh = '并发 {{ value("pooling.embedding_throughput", "batch_size", batch_size=4) }} 条输入时，{{ value(' \
+         '"pooling.embedding_throughput", "latency_ms", batch_size=4) }}毫秒。'
+    assert [f.message.split(" typed")[0] for f in doubled_units(zh, "x.zh.md", schemas, "zh")] == ["'条输入'", "'毫秒'"]
+    # `python -m measure claims` runs the same check over the docs folder.
+    (tmp_path / "x.en.md").write_text(page, encoding="utf-8")
+    assert [f.where for f in lint_docs(tmp_path, [], {}) if "typed after" in f.message] == []  # no schema, no unit
+    assert [str(f).split(": ")[0] for f in lint_docs(tmp_path, [], schemas) if "typed after" in f.message] == [
+        "x.en.md:2", "x.en.md:2"]
+
+
+def test_the_reproduce_box_lists_only_environments_with_data_for_the_page(store):
+    pooling = reproduce_box(store, "en", ("pooling",))
+    assert "nox -s measure -- pooling" in pooling and "data/: fixture-cpu<" in pooling
+    assert "fixture-article" not in pooling  # cited: nothing there can be re-measured
+    assert "data/: -<" in reproduce_box(store, "zh", ("lora",))

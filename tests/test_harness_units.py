@@ -519,7 +519,7 @@ def test_servers_that_may_share_the_device_start_together_and_the_rest_alone(tmp
         _, server_d = pool.get(facts, staging)
         assert server_d.process is None and server_d.facts.kv_cache_tokens == 1000 and server_d.startup_s is None
         pool.get(d, staging)
-        with pytest.raises(srv.ServerFailed, match="exited"):
+        with pytest.raises(srv.ServerFailed, match=r"died while starting \(exit code 1\)"):
             pool.get(broken, staging)
         together = {r["server"].split("-")[0]: r["started_together"] for r in staging.rows(STARTUP)}
         assert together == {"a": 2, "b": 2, "c": 1, "d": 1, "e": 2}
@@ -551,6 +551,7 @@ def test_promotion_checks_every_file_before_it_writes_one_and_reads_tables_older
     published.mkdir()
     old_header = ",".join(c for c in STARTUP.header if c != "started_together")
     (published / STARTUP.file_name).write_text(old_header + "\nold-server,m,dummy,10,1.0,10,1.0,1.0,,60.0\n")
+    (published / "provenance.json").write_text('{"date": "2026-11-30T12:00:00"}')  # before started_together
     staging.append(SUMMARY, {"metric": "m", "unit": "s", "default": 1.0, "eager": 2.0, "eager_vs_default": 2.0})
     staging.append(STARTUP, {"server": "new-server", "model": "m", "weights": "dummy", "startup_s": 5.0, "started_together": 2})
     staging.promote([SUMMARY, STARTUP], lambda current, names: current, merge_by_key=(STARTUP.name,))
@@ -756,7 +757,8 @@ def _fake_openai_server(routes: dict[str, tuple[int, str]]):
       "/metrics": (200, "# nothing here\n")}, "no vllm: counters"),
 ])
 def test_attach_refuses_what_is_not_a_vllm_and_says_why(routes, why):
-    from measure.harness.server import ServerFailed, attach
+    from measure.harness.attach import attach
+    from measure.harness.server import ServerFailed
 
     server, url = _fake_openai_server(routes)
     try:
@@ -839,11 +841,11 @@ def test_a_server_that_died_during_an_experiment_is_named_with_its_exit_code(tmp
     dead.wait()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        pool = ServerPool(profiles.pick("cpu"), tmp_path / "cache", tmp_path / "logs")
+        pool = ServerPool(profiles.pick("cpu"), tmp_path / "cache", tmp_path / "logs", death_settle_s=0.5)
         pool.live = {"gone-1": Server("http://127.0.0.1:1/v1", "m", process=dead, log_path=tmp_path / "logs" / "gone-1.log"),
                      "up-1": Server("http://127.0.0.1:2/v1", "m", process=alive)}
         reasons = pool.drop_exited()
-        assert reasons == [f"vLLM server gone-1 exited with code 137 during the experiment (its log: {tmp_path}/logs/gone-1.log)"]
+        assert reasons == [f"vLLM server gone-1 died (exit code 137) during the experiment (its log: {tmp_path}/logs/gone-1.log)"]
         assert list(pool.live) == ["up-1"]  # the next experiment starts it afresh
     finally:
         alive.kill()
@@ -916,3 +918,51 @@ def test_code_revision_names_the_last_commit_of_measuring_code(tmp_path):
     (clone / "scripts" / "offline-gpu-run.sh").write_text((clone / "scripts" / "offline-gpu-run.sh").read_text() + "\n")
     assert revision() == moved + "+dirty"
     assert revision(MEASURE_CODE_REVISION="abc") == "abc"
+
+
+def test_a_new_untracked_experiment_makes_the_revision_dirty_and_an_ignored_file_does_not(tmp_path):
+    import subprocess
+
+    from measure.harness.provenance import code_revision
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "measure" / "experiments").mkdir(parents=True)
+    (tmp_path / "measure" / "experiments" / "__init__.py").write_text("")
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "measure" / "experiments" / "run.log").write_text("ignored")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "new.en.md").write_text("a page is not measured code")
+    assert code_revision(tmp_path) == head
+    (tmp_path / "measure" / "experiments" / "sampling.py").write_text("# new, not yet added")
+    assert code_revision(tmp_path) == head + "+dirty"
+
+
+def test_servers_that_share_the_gpu_start_together_only_while_their_memory_shares_fit():
+    """Two 8B servers at 0.4 each leave room for one more at 0.1 and none at 0.4; the profile's own colocated servers
+    (0.1 each) keep their flags."""
+    from dataclasses import replace
+
+    from measure.experiment import ServerSpec
+    from measure.harness import profiles
+    from measure.harness.context import colocated_group, server_args, server_id
+    from measure.models import resolve
+
+    gpu = replace(profiles.GPU, colocate=5)
+    big = ("--gpu-memory-utilization", "0.4", "--kv-cache-memory-bytes", str(36 << 30))
+    auto, fp8 = (ServerSpec("parallel", ("--kv-cache-dtype", d), label=f"kv-{d}", shared_memory=big) for d in ("auto", "fp8"))
+    small = [ServerSpec("chat", (), label=f"s{i}") for i in range(6)]
+    third = ServerSpec("parallel", (), label="kv-third", shared_memory=big)
+    assert colocated_group(auto, [auto, fp8, third, *small], gpu, lambda s: s.label) == [auto, fp8]  # 1.2 > 0.9
+    assert colocated_group(auto, [auto, fp8, *small], gpu, lambda s: s.label) == [auto, fp8, small[0]]  # 0.9
+    assert colocated_group(small[0], small, gpu, lambda s: s.label) == small[:5]  # Profile.colocate caps first
+    assert server_args(auto, gpu)[-4:] == big and server_args(small[0], gpu)[-4:] == gpu.colocate_args
+    model = resolve(gpu.models["chat"], REPO / ".cache" / "models")
+    plain = ServerSpec("chat", (), label="s0")
+    assert server_id(plain, model, gpu) != server_id(replace(plain, shared_memory=big), model, gpu)

@@ -3,6 +3,7 @@ behaviour), its timings must follow vllm bench serve's definitions, and its satu
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import statistics
 
@@ -153,3 +154,22 @@ def test_rows_outside_a_pages_tolerance_are_unconfirmed(fixture_root):
         renderer.table("fidelity.comparison", tolerance={"ratioo": [0.95, 1.05]})
     with pytest.raises(UnknownName):
         renderer.table("fidelity.comparison", tolerance={"ratio": [1.05, 0.95]})
+
+
+def test_several_choices_need_ignore_eos_and_are_timed_per_choice():
+    """n > 1: usage.completion_tokens counts every choice; each choice's TPOT comes from its own messages."""
+    from measure.harness.client import Client
+    from measure.harness.loadgen import HttpRequest, Timing
+
+    with pytest.raises(ValueError, match="pass ignore_eos=True"):
+        HttpRequest.chat([{"role": "user", "content": "x"}], "m", 8, n=2)
+    with pytest.raises(ValueError, match="temperature above 0"):
+        HttpRequest.chat([{"role": "user", "content": "x"}], "m", 8, n=2, ignore_eos=True)
+    assert HttpRequest.chat([{"role": "user", "content": "x"}], "m", 8, n=2, ignore_eos=True, temperature=1).choices == 2
+    # two choices of 11 tokens each: the first spans 1.0 s, the second 2.0 s (10 gaps each)
+    timing = Timing(True, start=0.0, end=2.5, ttft_s=0.5, output_tokens=22, choice_spans=[(0.5, 1.5), (0.5, 2.5)])
+    assert timing.tpot_s == pytest.approx(0.15)
+    assert Timing(True, 0.0, 2.5, ttft_s=0.5, output_tokens=21, choice_spans=[(0.5, 1.5), (0.5, 2.5)]).tpot_s is None
+    assert Timing(True, 0.0, 2.5, ttft_s=0.5, output_tokens=21).tpot_s == pytest.approx(0.1)  # one choice, as before
+    with pytest.raises(ValueError, match="use the load generator"):
+        asyncio.run(Client("http://127.0.0.1:1/v1", "m").chat_stream([], n=2))

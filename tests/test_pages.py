@@ -1,5 +1,7 @@
 """The repo's own pages: both languages carry the same claims; the status page lists open ones."""
 
+import pytest
+
 from measure.site.scan import keys_by_page_pair, open_claims, page_base, scan_pages
 
 
@@ -39,6 +41,7 @@ def test_every_column_has_a_reader_name_in_both_languages():
     assert all(zh and en for zh, en in COLUMN_LABELS.values())
 
 
+@pytest.mark.site
 def test_no_snake_case_header_on_a_built_zh_page(tmp_path):
     import re
 

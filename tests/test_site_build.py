@@ -25,6 +25,7 @@ def built(tmp_path_factory):
     return root, site
 
 
+@pytest.mark.site
 def test_both_languages_build_and_no_raw_jinja_survives(built):
     _, site = built
     pages = list(site.rglob("*.html"))
@@ -35,6 +36,7 @@ def test_both_languages_build_and_no_raw_jinja_survives(built):
         assert "{{" not in text and "{%" not in text, page
 
 
+@pytest.mark.site
 def test_measured_number_with_provenance_appears(built):
     _, site = built
     html = (site / "en" / "pooling" / "index.html").read_text()
@@ -44,6 +46,7 @@ def test_measured_number_with_provenance_appears(built):
     assert (site / "assets" / "javascripts" / "plotly.min.js").is_file()
 
 
+@pytest.mark.site
 def test_a_reproduce_box_prints_each_experiments_setup_before_measuring(built):
     _, site = built
     box = re.search(r'<div class="admonition tip reproduce">.*?</div>', (site / "en" / "multimodal" / "index.html")
@@ -52,12 +55,14 @@ def test_a_reproduce_box_prints_each_experiments_setup_before_measuring(built):
     assert setup < measure and "security_versions" in box[measure:]
 
 
+@pytest.mark.site
 def test_cited_figures_render_as_cited(built):
     _, site = built
     html = (site / "pooling" / "index.html").read_text()
     assert re.search(r'claim-value claim-cited[^>]*>127 tokens<', html)
 
 
+@pytest.mark.site
 def test_removed_dataset_turns_into_not_measured(built, tmp_path):
     root, _ = built
     stripped = tmp_path / "data"
@@ -70,6 +75,7 @@ def test_removed_dataset_turns_into_not_measured(built, tmp_path):
     assert "claim-not-measured" in html and "Not measured" in html
 
 
+@pytest.mark.site
 def test_typo_fails_the_build(tmp_path):
     docs = tmp_path / "docs"
     shutil.copytree(REPO / "docs", docs)
@@ -80,6 +86,7 @@ def test_typo_fails_the_build(tmp_path):
     assert "no column 'tokens_per_sec'" in result.stdout + result.stderr
 
 
+@pytest.mark.site
 @pytest.mark.parametrize("claim, why", [
     ('value("multimodal.size_hint_gain", "kv_ratio", memory_condition="whole devise", max_model_len="4096")',
      "memory_condition='whole devise' occurs in no environment's multimodal.size_hint_gain"),
@@ -98,6 +105,7 @@ def test_a_misspelt_selector_or_environment_fails_the_build_against_the_committe
     assert why in result.stdout + result.stderr
 
 
+@pytest.mark.site
 def test_csv_text_is_html_escaped(tmp_path):
     root = tmp_path / "data"
     shutil.copytree(REPO / "tests" / "fixtures" / "data", root)
@@ -144,6 +152,7 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.site
 def test_the_site_builds_with_only_what_the_site_extra_installs(tmp_path):
     """`nox -s build` (and the Pages workflow) install `.[site]` alone: the build must not need vLLM, peft or any
     package that only another extra brings (it once did, through the experiment modules' openai import)."""
@@ -160,6 +169,7 @@ def test_the_site_builds_with_only_what_the_site_extra_installs(tmp_path):
     assert (tmp_path / "site" / "en" / "pooling" / "index.html").is_file(), json.dumps(blocked)
 
 
+@pytest.mark.site
 def test_plotly_loads_only_where_a_chart_is_drawn(built):
     """plotly.js once loaded on every page, most of which draw no chart (and on the 404 page). The site ships
     plotly.js's basic bundle, which draws scatter and bar traces only: every chart must be made of those."""
@@ -182,6 +192,7 @@ def test_plotly_loads_only_where_a_chart_is_drawn(built):
     assert kinds and kinds <= {"scatter", "bar"}, kinds
 
 
+@pytest.mark.site
 def test_build_log_reports_every_page_weight_within_target(built):
     """The build prints what each page makes a reader download; a page over its target would have failed the strict
     build (the hook warns)."""
@@ -211,6 +222,7 @@ def test_weight_report_flags_a_page_over_its_target():
     assert any("b/index.html" in line and "over target uncompressed" in line for line in lines)
 
 
+@pytest.mark.site
 def test_published_urls_follow_site_url_and_pages_link_relatively(built):
     """Canonical links and sitemap.xml name the published address; the 404 page (served at any depth) links under
     its path; pages link relatively and name no sitemap Material would fetch under them (<page>/sitemap.xml, a 404)."""
@@ -232,16 +244,35 @@ def test_published_urls_follow_site_url_and_pages_link_relatively(built):
     assert '<script src="/notes/assets/javascripts/bundle.' in not_found
 
 
-def test_search_index_holds_both_languages_and_finds_english_words(built):
-    """Chinese is cut into words (jieba: U+200B between them); no stemmer, whose "memori" no prefix query finds."""
+@pytest.mark.site
+def test_each_language_has_its_own_search_index(built):
+    """One merged index made every page load both languages' text. Chinese is cut into words (jieba: U+200B between
+    them); no stemmer, whose "memori" no prefix query finds; the JSON is UTF-8, not \\u escapes."""
     _, site = built
-    index = json.loads((site / "search" / "search_index.json").read_text())
-    assert index["config"]["lang"] == ["zh", "en"] and "stemmer" not in index["config"]["pipeline"]
-    assert "\\u200b" in index["config"]["separator"]
-    zh = [d for d in index["docs"] if not d["location"].startswith("en/")]
-    en = [d for d in index["docs"] if d["location"].startswith("en/")]
-    assert zh and en
-    assert any("\u200b" in d["text"] for d in zh) and not any("\u200b" in d["title"] for d in en)
-    # the page's language filter rides in front of Material's bundle on every page
+    zh_path, en_path = site / "search" / "search_index.json", site / "en" / "search" / "search_index.json"
+    zh, en = json.loads(zh_path.read_text()), json.loads(en_path.read_text())
+    assert zh["docs"] and en["docs"]
+    assert not any(d["location"].startswith("en/") for d in zh["docs"])
+    assert all(d["location"].startswith("en/") for d in en["docs"])
+    assert zh["config"]["lang"] == ["zh", "en"] and en["config"]["lang"] == ["en"]
+    for index in (zh, en):
+        assert "stemmer" not in index["config"]["pipeline"] and "\\u200b" in index["config"]["separator"]
+    assert any("\u200b" in d["text"] for d in zh["docs"]) and not any("\u200b" in d["title"] for d in en["docs"])
+    raw = zh_path.read_text(encoding="utf-8")
+    assert "显存" in raw and "\\u663e" not in raw  # 显存 as its 6 bytes, not as 12 of \u663e\u5b58
+    # the script that sends each page to its language's index rides in front of Material's bundle on every page
     html = (site / "en" / "pooling" / "index.html").read_text()
     assert html.index("assets/javascripts/search-language.js") < html.index("assets/javascripts/bundle.")
+
+
+def test_no_source_maps_or_unused_lunr_languages_ship(built):
+    """Material ships 1.2 MB of source maps and every lunr-languages file (Thai's word splitter alone is 677 KB);
+    the site loads the zh index's three."""
+    _, site = built
+    assert not list(site.rglob("*.map"))
+    for path in [*site.glob("assets/**/*.js"), *site.glob("assets/**/*.css")]:
+        assert "sourceMappingURL" not in path.read_text(encoding="utf-8"), path
+    lunr = site / "assets" / "javascripts" / "lunr"
+    assert sorted(p.relative_to(lunr).as_posix() for p in lunr.rglob("*") if p.is_file()) == [
+        "min/lunr.multi.min.js", "min/lunr.stemmer.support.min.js", "min/lunr.zh.min.js"]
+    assert list((site / "assets" / "javascripts" / "workers").glob("search.*.min.js"))

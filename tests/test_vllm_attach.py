@@ -33,12 +33,12 @@ def test_attach_measures_only_the_given_role(running_server):
     env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "COLUMNS": "200"}
     run = subprocess.run(
         [sys.executable, "-m", "measure", "--data-root", str(tmp / "data"), "run", "pooling", "--profile", "cpu",
-         "--env", "someone-elses", "--base-url", f"embedding={started.base_url}", "--weights", "dummy"],
+         "--env", "attached-someone-elses", "--base-url", f"embedding={started.base_url}", "--weights", "dummy"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "starting vLLM" not in run.stdout + run.stderr  # nothing of ours was started
-    published = Path(tmp / "data" / "someone-elses")
+    published = Path(tmp / "data" / "attached-someone-elses")
     rows = pd.read_csv(published / "pooling.embedding_throughput.csv")
     assert set(rows["model"]) == {started.model} and set(rows["weights"]) == {"dummy"}
     assert not (published / "pooling.rerank_latency.csv").exists()  # no reranker was given

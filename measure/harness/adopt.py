@@ -75,7 +75,7 @@ def _adopt_startup_rows(source: Path, target: Path, dst: dict, adopted: set[str]
         fresh = {r["server"]: r for r in STARTUP.read(source / STARTUP.file_name).to_dict("records")
                  if r["server"] in adopted}
     local = target / STARTUP.file_name
-    old = STARTUP.read(local, older=True).to_dict("records") if local.is_file() else []
+    old = STARTUP.read(local).to_dict("records") if local.is_file() else []
     rows = sorted((r for r in [*(r for r in old if r["server"] not in fresh), *fresh.values()]
                    if r["server"] in dst["servers"]), key=lambda r: r["server"])
     atomic_write(local, _csv_text(STARTUP, rows))

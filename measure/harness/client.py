@@ -97,6 +97,9 @@ class Client:
     async def chat_stream(self, messages: list[dict], max_tokens: int = 16, model_override: str | None = None,
                           **extra) -> RequestResult:
         """One streamed chat request; ``model_override`` picks another served name (e.g. a LoRA adapter)."""
+        if extra.get("n", 1) > 1:
+            raise ValueError("chat_stream times one choice; for n > 1 use the load generator (HttpRequest.chat with "
+                             "ignore_eos=True), which times each choice")
         start = time.perf_counter()
         first = last = first_chunk = None
         itl: list[float] = []

@@ -29,10 +29,24 @@ def shares_device(spec: ServerSpec, profile: Profile) -> bool:
     return profile.colocate > 1 and not (spec.starts_alone or spec.facts_only or spec.sets_memory)
 
 
+def shared_memory_args(spec: ServerSpec, profile: Profile) -> tuple[str, ...]:
+    """The memory flags of a server that shares the device: its own, or the profile's."""
+    return (spec.shared_memory or profile.colocate_args) if shares_device(spec, profile) else ()
+
+
+def device_share(spec: ServerSpec, profile: Profile) -> float:
+    """The share of the device a sharing server asks for (its --gpu-memory-utilization)."""
+    args = list(shared_memory_args(spec, profile))
+    return float(args[args.index("--gpu-memory-utilization") + 1]) if "--gpu-memory-utilization" in args else 0.0
+
+
+# Servers started together ask for at most this share of the device, as one server's default does.
+COLOCATE_MEMORY_BUDGET = 0.9
+
+
 def server_args(spec: ServerSpec, profile: Profile) -> tuple[str, ...]:
     """The flags a server of this spec runs with: the profile's, the spec's, and a shared device's."""
-    shared = profile.colocate_args if shares_device(spec, profile) else ()
-    return tuple(profile.server_args) + tuple(spec.args) + tuple(shared)
+    return tuple(profile.server_args) + tuple(spec.args) + shared_memory_args(spec, profile)
 
 
 def colocated_group(spec: ServerSpec, upcoming: list[ServerSpec], profile: Profile, ident) -> list[ServerSpec]:
@@ -44,6 +58,7 @@ def colocated_group(spec: ServerSpec, upcoming: list[ServerSpec], profile: Profi
         return group
     seen = {ident(spec)}
     position = names.index(ident(spec))
+    share = device_share(spec, profile)
     for other, name in zip(upcoming[position + 1:], names[position + 1:], strict=True):
         if len(group) >= profile.colocate or name is None:
             break
@@ -51,8 +66,11 @@ def colocated_group(spec: ServerSpec, upcoming: list[ServerSpec], profile: Profi
             continue
         if not shares_device(other, profile):
             break  # it needs the device to itself: servers started now would be stopped before their turn
+        if share + device_share(other, profile) > COLOCATE_MEMORY_BUDGET + 1e-9:
+            break  # the device is full: it starts with the next group
         group.append(other)
         seen.add(name)
+        share += device_share(other, profile)
     return group
 
 
@@ -63,7 +81,7 @@ def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
     eager servers behind older datasets.)"""
     flags = (spec.key, tuple(profile.server_args), sorted(profile.env.items()))
     if shares_device(spec, profile):
-        flags += (profile.colocate_args,)
+        flags += (shared_memory_args(spec, profile),)
     digest = hashlib.sha1(srv.checkout_relative(repr(flags)).encode()).hexdigest()[:6]
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
@@ -93,6 +111,7 @@ class ServerPool:
     # experiment (warm caches) keeps its first, cold start here, where servers.startup keeps only its latest.
     starts: list[dict] = field(default_factory=list)
     serving: str | None = None  # the experiment being measured (the runner sets it)
+    death_settle_s: float = 10.0  # how long a server that stopped answering gets to be seen dead
 
     def model(self, role: str) -> ModelRef:
         if role not in self.profile.models:
@@ -182,16 +201,17 @@ class ServerPool:
         return role in self.profile.models
 
     def drop_exited(self) -> list[str]:
-        """Forget live servers whose vLLM process has ended (a crash, the OOM killer) and say which: their
-        clients see only broken connections ("Request timed out"), which would hide the cause."""
+        """Forget live servers whose vLLM process has ended (a crash, the OOM killer, kill -9) and say which, with
+        the exit code or signal: their clients see only broken connections ("Request timed out"), which would
+        hide the cause. (The server's watcher has already ended the rest of its process group.)"""
         gone = []
         for sid, server in list(self.live.items()):
-            process = server.process
-            if process is None or process.poll() is None:
+            cause = server.exited(settle_s=self.death_settle_s)
+            if cause is None:
                 continue
             log = srv.checkout_relative(str(server.log_path)) if server.log_path else "no log"
-            gone.append(f"vLLM server {sid} exited with code {process.returncode} during the experiment (its log: {log})")
-            server.process = None
+            gone.append(f"vLLM server {sid} died ({cause}) during the experiment (its log: {log})")
+            server.stop(grace_s=0)  # whatever of its group the watcher has not ended yet
             del self.live[sid]
         return gone
 

@@ -7,30 +7,18 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 
 def main(side: int, min_seconds: float = 2.0) -> dict:
     import torch
 
+    from device_timing import repeat_for
+
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
     a = torch.randn(side, side, dtype=torch.bfloat16, device=device)
     b = torch.randn(side, side, dtype=torch.bfloat16, device=device)
-    for _ in range(3):
-        a @ b
-    sync()
-    iterations, elapsed = 0, 0.0
-    start = time.perf_counter()
-    while elapsed < min_seconds:
-        a @ b
-        iterations += 1
-        if iterations % 10 == 0 or not cuda:
-            sync()
-            elapsed = time.perf_counter() - start
-    sync()
-    elapsed = time.perf_counter() - start
+    iterations, elapsed = repeat_for(lambda: a @ b, cuda, min_seconds)
     name = torch.cuda.get_device_name(0) if cuda else "cpu"
     return {"device": name, "side": side, "iterations": iterations, "seconds": elapsed,
             "tflops": 2 * side**3 * iterations / elapsed / 1e12, "threads": torch.get_num_threads(),

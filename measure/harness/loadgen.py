@@ -11,13 +11,16 @@ Definitions (those of ``vllm bench serve``, ``vllm/benchmarks/lib/endpoint_reque
 
 * the clock starts right before the POST, after the request got its in-flight slot;
 * TTFT: the first SSE message whose ``choices`` is non-empty (vLLM's role-only chunk counts);
-* ITL: the gap between consecutive such messages, one per message (a message with several tokens is
-  not split), pooled over requests;
+* ITL: the gap between consecutive such messages of one choice, one per message (a message with several
+  tokens is not split), pooled over requests;
 * end-to-end latency: up to the last message with choices (the usage message and ``[DONE]`` do not count;
   vLLM 0.26's bench still ended at the usage message, sent in the same engine step);
 * not streamed (embeddings): the bench's latency ends when the response headers arrive, before the body;
   ours keeps that as ``ttft_s`` and ends the request when the body is read;
 * output tokens: ``usage.completion_tokens``; TPOT per request: (end-to-end − TTFT) / (tokens − 1);
+* ``n`` > 1 (several choices per request; the bench sends 1): ``usage.completion_tokens`` counts every choice, so
+  a choice's tokens are known only when each runs to ``max_tokens`` (``ignore_eos``, required); TPOT is then each
+  choice's (last − first message) / (its tokens − 1), averaged over the choices; throughput counts all tokens;
 * throughput: tokens over the batch's duration, from the common start to the last completion.
 
 Every worker reports its own CPU seconds over the batch: the busiest worker's share of a core is the
@@ -50,12 +53,20 @@ class HttpRequest:
     path: str  # "/v1/chat/completions", "/v1/embeddings", …
     body: bytes  # orjson-encoded JSON
     stream: bool = False
+    choices: int = 1  # the request's ``n``
 
     @classmethod
     def chat(cls, messages: list[dict], model: str, max_tokens: int, **extra) -> HttpRequest:
+        choices = extra.get("n", 1)
+        if choices > 1 and not extra.get("ignore_eos"):
+            raise ValueError(f"n={choices}: the stream's usage counts the tokens of all choices together, so each "
+                             "choice's TPOT is known only when every choice runs to max_tokens; pass ignore_eos=True")
+        if choices > 1 and not extra.get("temperature"):
+            raise ValueError(f"n={choices}: vLLM refuses several choices under greedy sampling (temperature 0, the "
+                             "default here); pass a temperature above 0")
         body = {"model": model, "messages": messages, "max_completion_tokens": max_tokens, "temperature": 0.0, "stream": True,
                 "stream_options": {"include_usage": True}, **extra}
-        return cls("/v1/chat/completions", orjson.dumps(body), stream=True)
+        return cls("/v1/chat/completions", orjson.dumps(body), stream=True, choices=choices)
 
     @classmethod
     def embedding(cls, inputs: list[str] | str, model: str, encoding_format: str = "float") -> HttpRequest:
@@ -77,6 +88,8 @@ class Timing:
     output_tokens: int | None = None
     error: str = ""
     lag_s: list[float] = field(default_factory=list)  # synthetic server only: arrival − the server's send stamp
+    # (first, last) message of each choice (several where the request's n > 1); empty: one choice, ttft_s to end
+    choice_spans: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def e2e_s(self) -> float:
@@ -84,9 +97,13 @@ class Timing:
 
     @property
     def tpot_s(self) -> float | None:
-        if self.ttft_s is None or not self.output_tokens or self.output_tokens < 2:
+        if self.ttft_s is None or not self.output_tokens:
             return None
-        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
+        spans = self.choice_spans or [(self.start + self.ttft_s, self.end)]
+        per_choice, rest = divmod(self.output_tokens, len(spans))
+        if rest or per_choice < 2:  # the choices' tokens are not known one by one (see n > 1 above)
+            return None
+        return statistics.mean((last - first) / (per_choice - 1) for first, last in spans)
 
 
 @dataclass
@@ -198,6 +215,7 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
     start = time.monotonic()
     ttft = last = None
     itl: list[float] = []
+    spans: dict[int, list[float]] = {}  # choice index -> [first, last] message
     lags: list[float] = []
     usage = None
     buffer = b""
@@ -224,8 +242,13 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
                     if chunk.get("choices"):
                         if ttft is None:
                             ttft = now - start
-                        else:
-                            itl.append(now - last)
+                        for choice in chunk["choices"]:
+                            index = choice.get("index", 0)
+                            if index in spans:  # ITL: the gap since this choice's previous message
+                                itl.append(now - spans[index][1])
+                                spans[index][1] = now
+                            else:
+                                spans[index] = [now, now]
                         last = now
                     elif chunk.get("usage"):
                         usage = chunk["usage"]
@@ -235,7 +258,10 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
         return Timing(False, start, time.monotonic(), error=_error(exc))
     if last is None:
         return Timing(False, start, time.monotonic(), error="the stream ended without a message carrying choices")
+    if len(spans) != request.choices:
+        return Timing(False, start, last, error=f"asked for {request.choices} choices, the stream carried {len(spans)}")
     return Timing(True, start, last, ttft_s=ttft, itl_s=itl, lag_s=lags,
+                  choice_spans=[tuple(span) for _, span in sorted(spans.items())] if request.choices > 1 else [],
                   prompt_tokens=(usage or {}).get("prompt_tokens"), output_tokens=(usage or {}).get("completion_tokens"))
 
 

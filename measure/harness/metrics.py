@@ -21,6 +21,7 @@ COUNTERS = (
     "vllm:request_success",
     "vllm:spec_decode_num_draft_tokens",
     "vllm:spec_decode_num_accepted_tokens",
+    "vllm:num_preemptions",
 )
 HISTOGRAMS = (
     "vllm:time_to_first_token_seconds",

@@ -29,6 +29,22 @@ def process_start_ticks(pid: int) -> int | None:
     return int(fields[19]) if fields else None
 
 
+def process_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, dead but not yet reaped, is not)."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of a process group (its leader may be gone while its engine and workers run on)."""
+    members = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _stat_fields(entry.name)
+        if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):  # field 5: the process group
+            members.append(int(entry.name))
+    return members
+
+
 def group_cpu_s(pgid: int) -> float:
     """CPU seconds of every live process in a process group (a server and the workers it started)."""
     total = 0.0

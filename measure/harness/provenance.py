@@ -18,9 +18,9 @@ from measure.harness.profiles import cpu_cores
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(cmd: list[str], timeout: float = 30) -> str:
+def _run(cmd: list[str], timeout: float = 30, cwd: Path = REPO_ROOT) -> str:
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return out.stdout.strip() if out.returncode == 0 else ""
@@ -31,17 +31,17 @@ def _run(cmd: list[str], timeout: float = 30) -> str:
 MEASURED_CODE = ("measure", ":(exclude)measure/site", "pyproject.toml", "noxfile.py", "scripts")
 
 
-def code_revision() -> str:
+def code_revision(repo: Path = REPO_ROOT) -> str:
     """The last commit that changed what a measurement runs (MEASURED_CODE), with +dirty for uncommitted changes
-    to it: a commit that only edits pages or data leaves the revision as it was, so datasets measured on either
+    to it, new files not yet added included (a new experiment module is measured code; ignored files are not): a commit that only edits pages or data leaves the revision as it was, so datasets measured on either
     side of it (a GPU chapter spread over two leases) name one revision. $MEASURE_CODE_REVISION where set: a
     host that got a copy of the tree without .git (``python -m measure revision`` prints the value to pass)."""
     if os.environ.get("MEASURE_CODE_REVISION"):
         return os.environ["MEASURE_CODE_REVISION"]
-    if not (REPO_ROOT / ".git").exists():
+    if not (repo / ".git").exists():
         return "unknown"
-    rev = _run(["git", "log", "-1", "--format=%H", "--", *MEASURED_CODE]) or "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED_CODE])
+    rev = _run(["git", "log", "-1", "--format=%H", "--", *MEASURED_CODE], cwd=repo) or "unknown"
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=all", "--", *MEASURED_CODE], cwd=repo)
     return rev + ("+dirty" if dirty else "")
 
 

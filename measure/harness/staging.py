@@ -106,7 +106,8 @@ class Staging:
             if schema.name in merge_by_key:
                 # Last row per key wins: a resumed run may have started the same server twice.
                 fresh = {schema.row_key(r): r for r in schema.read(staged).to_dict("records")}
-                old = schema.read(target, older=True).to_dict("records") if target.is_file() else []
+                old = schema.read(target, measured_on=self.published_date(schema.name)).to_dict("records") \
+                    if target.is_file() else []
                 kept = [r for r in old if schema.row_key(r) not in fresh]
                 writes.append((staged, target, _csv_text(schema, kept + list(fresh.values()))))
             else:
@@ -128,6 +129,11 @@ class Staging:
     def published_provenance(self) -> dict:
         path = self.published / PROVENANCE_FILE
         return json.loads(path.read_text()) if path.is_file() else {}
+
+    def published_date(self, dataset: str) -> str:
+        """When the published ``dataset`` was measured (its rows may predate columns added since)."""
+        prov = self.published_provenance()
+        return ((prov.get("datasets") or {}).get(dataset) or {}).get("date") or prov.get("date", "")
 
     def keep_only(self, schema: DatasetSchema, keys: set[tuple]) -> None:
         """Drop the published rows of ``schema`` whose key is not in ``keys``."""

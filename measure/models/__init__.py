@@ -160,3 +160,14 @@ def resolve(spec: str, cache_dir: Path) -> ModelRef:
         return ModelRef(rest, str(minilm_dir()), "real", rest)
     name = Path(spec).name or spec
     return ModelRef(name, spec, "real", name)
+
+
+def decode_weight_bytes(config: dict, bytes_per_weight: int = 2) -> int:
+    """Weight bytes one decode step reads at the least: every layer's attention and MLP matrices and the output
+    projection (vocabulary × hidden; the same matrix as the input embedding where the two are tied), in bf16. The
+    embedding lookup reads one row; norms and the KV cache of a short context are left out (each well under 1 %)."""
+    d = TextDims.of(config)
+    text = config.get("text_config", config)
+    attention = 2 * d.hidden * d.heads * d.head_dim + 2 * d.hidden * d.kv_heads * d.head_dim
+    mlp = (3 if d.gated_mlp else 2) * d.hidden * d.intermediate
+    return (d.layers * (attention + mlp) + text["vocab_size"] * d.hidden) * bytes_per_weight

@@ -13,9 +13,11 @@ typo fails the build instead of quietly turning into "not measured".
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -23,6 +25,7 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+from measure.site import facts
 from measure.site.consistency import Consistency, consistency_for
 from measure.site.labels import column_label, model_label, unit_label, value_label
 from measure.store import Environment, Store, select
@@ -37,6 +40,9 @@ BABEL_LOCALE = {"zh": "zh_Hans_CN", "en": "en_US"}
 
 TEXT = {
     "not_measured": {"zh": "未实测", "en": "Not measured"},
+    "answers": {"zh": "本页回答", "en": "This page answers"},
+    "site_answers": {"zh": "本站回答的问题", "en": "Questions this site answers"},
+    "answer_figure": {"zh": "看图表 →", "en": "See the figure →"},
     "unconfirmed": {"zh": "未确认", "en": "Unconfirmed"},
     "cited": {"zh": "引用", "en": "cited"},
     "measured": {"zh": "实测", "en": "measured"},
@@ -128,8 +134,15 @@ def format_number(value, lang: str, digits: int | None = None) -> str:
         return str(value)
     if digits is None:
         digits = 0 if float(value).is_integer() else 2
-    pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
-    return format_decimal(value, format=pattern, locale=BABEL_LOCALE[lang])
+    return _format_decimal(value, math.copysign(1, value), "#,##0" + ("." + "0" * digits if digits > 0 else ""),
+                           BABEL_LOCALE[lang])
+
+
+@functools.lru_cache(maxsize=65536, typed=True)
+def _format_decimal(value, sign: float, pattern: str, locale: str) -> str:
+    """babel's, remembered: a build formats tens of thousands of cells, many the same number (``sign`` keeps -0.0,
+    which babel prints "-0", apart from 0.0, which compares equal to it)."""
+    return format_decimal(value, format=pattern, locale=locale)
 
 
 def short_revision(revision) -> str:
@@ -179,7 +192,8 @@ class ClaimRenderer:
 
     def _record(self, **kw) -> Claim:
         claim = Claim(page=self.page, **kw)
-        self.claims.append(claim)
+        if claim not in self.claims:  # a fact cited in the answers block and again in the prose is one claim
+            self.claims.append(claim)
         return claim
 
     def badge(self, status: str, title: str = "") -> str:
@@ -208,6 +222,19 @@ class ClaimRenderer:
         href = f"{self.data_url}{env.name}/{dataset}.csv"
         label = env.name
         return f'<a class="claim-src" href="{html.escape(href)}" title="{title_attr_value(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
+
+    def _select(self, env: Environment, schema: DatasetSchema, where: dict) -> pd.DataFrame:
+        """``select`` on ``env``'s rows, remembered on the store: each page's selections recur in both languages and in
+        the page scan (the frames are read-only here)."""
+        key = (env.name, schema.name, tuple(sorted(where.items())))
+        try:
+            hash(key)
+        except TypeError:  # a selector value that is a list: not worth keeping
+            return select(self.store.frame(env, schema.name), schema, where)
+        known = self.store.__dict__.setdefault("_selections", {})
+        if key not in known:
+            known[key] = select(self.store.frame(env, schema.name), schema, where)
+        return known[key]
 
     def _usable(self, env: Environment, dataset: str) -> bool:
         schema = self.store.schema(dataset)
@@ -260,7 +287,7 @@ class ClaimRenderer:
         for candidate in envs:
             if not self._usable(candidate, dataset):
                 continue
-            rows = select(self.store.frame(candidate, dataset), schema, where)
+            rows = self._select(candidate, schema, where)
             if len(rows) > 1:
                 raise UnknownName(
                     f"{self.page}: selector {where} matches {len(rows)} rows of {dataset!r} in {candidate.name};"
@@ -432,8 +459,11 @@ class ClaimRenderer:
         frames = [self.store.frame(e, dataset) for e in self.store.sources(dataset)]
         if not frames:
             return
+        known = self.store.__dict__.setdefault("_selector_values", {})  # per store: the build asks thousands of times
         for column, wanted in where.items():
-            seen = pd.concat([f[column] for f in frames]).dropna().unique().tolist()
+            if (dataset, column) not in known:
+                known[dataset, column] = pd.concat([f[column] for f in frames]).dropna().unique().tolist()
+            seen = known[dataset, column]
             if wanted not in seen:
                 shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in sorted(seen, key=str)[:12])
                 raise UnknownName(f"{self.page}: {column}={wanted!r} occurs in no environment's {dataset} "
@@ -465,7 +495,7 @@ class ClaimRenderer:
 
     def _saturated_note(self, schema: DatasetSchema, frames, claim_key: str) -> str:
         """Below a table or chart: how many of its rows a saturated client measured (each is an open claim)."""
-        count = sum(saturation(schema, row) is not None for _, rows in frames for _, row in rows.iterrows())
+        count = sum(saturation(schema, row) is not None for _, rows in frames for row in _records(rows))
         if not count:
             return ""
         text = t("saturated_rows", self.lang).format(count=count)
@@ -494,7 +524,7 @@ class ClaimRenderer:
         for candidate in envs:
             if not self._usable(candidate, dataset):
                 continue
-            rows = select(self.store.frame(candidate, dataset), schema, where)
+            rows = self._select(candidate, schema, where)
             if len(rows):
                 out.append((candidate, rows))
         if not out:
@@ -595,7 +625,7 @@ class ClaimRenderer:
         for env_obj, rows in frames:
             src = self._source_link(env_obj, schema.name) + (self.badge("cited") if env_obj.cited else "")
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
-            for _, row in rows.iterrows():
+            for row in _records(rows):
                 cells = "".join(
                     f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
                     for c in cols
@@ -718,12 +748,93 @@ class ClaimRenderer:
                 "array": [None if pd.isna(h) else _json_value(h - m) for h, m in zip(part[high], part[y], strict=True)],
                 "arrayminus": [None if pd.isna(lo) else _json_value(m - lo) for lo, m in zip(part[low], part[y], strict=True)]}
 
+    # ---- named facts (measure/site/facts/) -----------------------------------------------
+    def fact(self, name: str) -> str:
+        """A fact declared once in measure/site/facts/ (``TOPIC.NAME``), rendered as ``value`` or ``compare``."""
+        found, short, _ = facts.lookup(name)
+        return self._fact_html(found, short)
+
+    def _fact_html(self, found: facts.Topic, short: str) -> str:
+        spec = found.facts[short]
+        if isinstance(spec, facts.Unconfirmed):
+            return self.unconfirmed(f"{found.name}.{short}", spec.reason[self.lang])
+        if isinstance(spec, facts.NotMeasured):
+            return self.not_measured(f"{found.name}.{short}", spec.what[self.lang])
+        if isinstance(spec, facts.Ratio):
+            for side in (spec.left, spec.right):  # a ratio's terms need not have been cited above it
+                if f"{found.name}.{side}" not in self.numbers:
+                    self._fact_html(found, side)
+            return self.compare(f"{found.name}.{spec.left}", spec.relation, f"{found.name}.{spec.right}",
+                                digits=spec.digits, show=spec.show)
+        return self.value(spec.dataset, spec.column, key=f"{found.name}.{short}", **spec.options, **spec.where)
+
+    def answers(self, topic: str) -> str:
+        """The block a topic page opens with: the questions it settles, each answered from the topic's facts and
+        linked to the figure below that shows it. An answer whose facts are not all measured says what would
+        settle it."""
+        found = facts.get_topic(topic)
+        if not found.questions:
+            raise UnknownName(f"{self.page}: topic {topic!r} declares no questions")
+        items = []
+        for question in found.questions:
+            body = self._answer_html(found, question)
+            items.append(f'<dt><a href="#{html.escape(question.figure)}" data-answer-figure="{html.escape(question.figure)}">'
+                         f"{html.escape(question.ask[self.lang])}</a></dt><dd>{body}</dd>")
+        return (f'<div class="page-answers"><p class="page-answers-title">{t("answers", self.lang)}</p>'
+                f'<dl>{"".join(items)}</dl></div>')
+
+    def _answer_html(self, found: facts.Topic, question: facts.Question) -> str:
+        """A question's answer: its sentences (escaped) with each fact's HTML in its slot, and what would settle it
+        while a fact it cites is not measured."""
+        before = len(self.claims)
+        text = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", question.answer[self.lang])
+        parts = text.split("\0")  # even: prose; odd: a fact's name
+        body = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part) for i, part in enumerate(parts))
+        if any(c.status == "not_measured" for c in self.claims[before:]) and question.unsettled.get(self.lang):
+            body += f' <span class="answer-unsettled">{html.escape(question.unsettled[self.lang])}</span>'
+        return body
+
+    def site_answers(self) -> str:
+        """For the home page: each topic's first question answered, its other questions linked (``TOPIC/#figure``
+        is the topic page's address relative to a language's home page)."""
+        sections = []
+        for found in facts.topics().values():
+            if not found.questions or not found.has_page:
+                continue
+            first, *rest = found.questions
+            answered = self._answer_html(found, first)
+            more = "".join(f'<li><a href="{html.escape(found.name)}/#{html.escape(q.figure)}">'
+                           f"{html.escape(q.ask[self.lang])}</a></li>" for q in rest)
+            sections.append(
+                f'<dt><a href="{html.escape(found.name)}/#{html.escape(first.figure)}">{html.escape(first.ask[self.lang])}'
+                f'</a> <span class="page-answers-topic">{html.escape(found.title[self.lang])}</span></dt>'
+                f"<dd>{answered}" + (f"<ul>{more}</ul>" if more else "") + "</dd>")
+        return (f'<div class="page-answers site-answers"><p class="page-answers-title">{t("site_answers", self.lang)}</p>'
+                f'<dl>{"".join(sections)}</dl></div>')
+
+    def faq(self, keep=lambda html: html, pages: dict[str, str] | None = None) -> str:
+        """Every topic's questions as a page of their own: Markdown headings (so the table of contents and search
+        list each question) with each answer's HTML passed through ``keep`` (the site keeps it out of Markdown's
+        reach) and a link to the figure on its page (``pages``: topic → that page's address from here)."""
+        lines = []
+        for found in sorted(facts.topics().values(), key=lambda topic: not topic.has_page):  # open questions last
+            if not found.questions:
+                continue
+            lines.append(f"## {found.title[self.lang]}\n")
+            for question in found.questions:
+                href = (pages or {}).get(found.name) if found.has_page else None
+                link = (f' <a class="answer-figure" href="{html.escape(href)}#{html.escape(question.figure)}">'
+                        f'{t("answer_figure", self.lang)}</a>') if href else ""
+                lines.append(f"### {question.ask[self.lang]}\n\n{keep(self._answer_html(found, question) + link)}\n")
+        return "\n".join(lines)
+
     def macros(self) -> dict:
         return {name: getattr(self, name) for name in MACROS}
 
 
 # The claim macros pages may call (the site's and the page scanner's alike); anything else fails the build.
-MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare", "agreement")
+MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare", "agreement", "fact", "answers",
+          "site_answers", "faq")
 
 
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
@@ -734,6 +845,12 @@ PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
 def _release_order(version) -> tuple:
     """0.8.5.post2 < 0.10.2 < 0.14.0: releases compare by their numbers, not as text."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+-]", str(version)))
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """A frame's rows as dicts: a table reads every cell of every row, which ``iterrows`` (a Series per row) made the
+    build's costliest loop."""
+    return frame.to_dict("records")
 
 
 def _plotly_text(v):

@@ -13,9 +13,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.utils import get_relative_url
 
+from measure.schema import SchemaError, UnknownName
 from measure.store import PROVENANCE_FILE, default_data_root
 
 # plotly.js's basic bundle (scatter, bar: all the claim macros draw), a quarter of the full one; see vendor/README.md.
@@ -25,11 +27,13 @@ log = logging.getLogger("mkdocs.hooks.claims")  # warnings here fail `mkdocs bui
 
 
 def on_page_markdown(markdown, page, **kwargs):
-    from measure.site.lint import typed_numbers
+    from measure.experiment import all_schemas
+    from measure.site.lint import doubled_units, typed_numbers
+    from measure.site.scan import page_lang
 
     # The source as written: by now the macros have already put measured numbers into `markdown`.
-    source = Path(page.file.abs_src_path).read_text(encoding="utf-8")
-    for finding in typed_numbers(source, page.file.src_uri):
+    source, src = Path(page.file.abs_src_path).read_text(encoding="utf-8"), page.file.src_uri
+    for finding in typed_numbers(source, src) + doubled_units(source, src, all_schemas(), page_lang(src)):
         log.warning(str(finding))
     return markdown
 
@@ -51,6 +55,9 @@ def on_build_error(error, **kwargs):
         log.error(f"build failed: removed {_site_dir} so that no stale site is taken for this build")
 
 
+ANSWER_FIGURE = re.compile(r'data-answer-figure="([^"]*)"')
+
+
 def on_page_content(html, page, **kwargs):
     from measure.site import stash
 
@@ -58,6 +65,10 @@ def on_page_content(html, page, **kwargs):
     for token in stash.leftovers(html):
         log.warning(f"{page.file.src_uri}: a macro's output was lost in Markdown ({token}); put the macro on a line "
                     "or in a sentence of its own")
+    for anchor in ANSWER_FIGURE.findall(html):  # each answer links to the figure that shows it
+        if f'id="{anchor}"' not in html:
+            log.warning(f"{page.file.src_uri}: an answer links to #{anchor}, which no heading of the page has; "
+                        f"give the figure's heading {{ #{anchor} }} (the same id in both languages)")
     return html
 
 
@@ -69,8 +80,9 @@ PLOTLY_SCRIPT = re.compile(r'<script src="[^"]*' + re.escape(PLOTLY_TARGET) + r'
 # page's hreflang alternates for search engines, so the <head> links go.
 HREFLANG_LINK = re.compile(r'\s*<link rel="alternate" href="[^"]*" hreflang="[^"]*">')
 SELECTOR_LINK = re.compile(r'(<a href=")([^"]*)(" hreflang="([^"]+)" class="md-select__link">)')
-# docs/assets/javascripts/search-language.js keeps search to the page's language. It wraps the Worker that Material's
-# bundle creates as it runs, so it goes right before the bundle (extra_javascript comes after it: too late).
+# docs/assets/javascripts/search-language.js points each page at its language's search index and cuts Chinese
+# queries into the index's words. It wraps what Material's bundle uses as it runs (XMLHttpRequest, Worker), so it goes
+# right before the bundle (extra_javascript comes after it: too late).
 MATERIAL_BUNDLE = re.compile(r'<script src="([^"]*)bundle\.[0-9a-f]+\.min\.js"></script>')
 SEARCH_LANGUAGE_JS = "search-language.js"
 
@@ -122,10 +134,13 @@ _LOGGED: set[str] = set()
 def on_pre_build(config, **kwargs):
     from measure.site.consistency import consistency_for
     from measure.site.lint import claim_set_mismatches, unused_datasets
-    from measure.site.scan import keys_by_page_pair, make_store, scan_pages
+    from measure.site.scan import keys_by_page_pair, scan_pages, site_store
 
-    store = make_store()
-    claims = scan_pages(Path(config["docs_dir"]), store=store)
+    store = site_store()
+    try:
+        claims = scan_pages(Path(config["docs_dir"]), store=store)
+    except (SchemaError, UnknownName) as exc:  # a bad data file or a typo: its message (file:line:column), no traceback
+        raise PluginError(str(exc)) from exc
     for finding in claim_set_mismatches(keys_by_page_pair(claims)) + unused_datasets(claims, store.schemas):
         log.warning(str(finding))
     # What the consistency check found (a disagreement is no build error: its figures render 未确认).
@@ -159,6 +174,10 @@ def copy_assets_and_data(config) -> None:
 # index with its worker, which Material loads on every page that has a search box). Targets are on the bytes
 # transferred, gzip'd as web servers (GitHub Pages included) send text; the uncompressed sizes are printed too.
 WEIGHT_TARGET_KB = {"page": 1000, "chart page": 2500}
+
+
+# The tags _PageAssets reads: parsing only these, not every table cell of a page, keeps the report cheap.
+ASSET_TAGS = re.compile(r"<(?:link|img|form)\b[^>]*>|<script\b[^>]*>.*?</script>", re.S)
 
 
 class _PageAssets(HTMLParser):
@@ -195,20 +214,37 @@ class _PageAssets(HTMLParser):
             self._config_text = None
 
 
-def _search_assets(worker: str, search_config: dict) -> list[tuple[str, str]]:
-    """What Material's search worker loads besides itself (its setupSearchLanguages), as URLs relative to it."""
+def lunr_scripts(search_config: dict) -> list[str]:
+    """What Material's search worker loads besides itself for an index's languages (its setupSearchLanguages), as
+    paths under assets/javascripts/lunr/."""
     scripts = []
     langs = search_config.get("lang") or ["en"]
     for lang in langs:
-        scripts += {"ja": ["../lunr/tinyseg.js"], "hi": ["../lunr/wordcut.js"], "th": ["../lunr/wordcut.js"]}.get(lang, [])
+        scripts += {"ja": ["tinyseg.js"], "hi": ["wordcut.js"], "th": ["wordcut.js"]}.get(lang, [])
         if lang != "en":
-            scripts.append(f"../lunr/min/lunr.{lang}.min.js")
+            scripts.append(f"min/lunr.{lang}.min.js")
     if len(langs) > 1:
-        scripts.append("../lunr/min/lunr.multi.min.js")
+        scripts.append("min/lunr.multi.min.js")
     if scripts:
-        scripts.insert(0, "../lunr/min/lunr.stemmer.support.min.js")
+        scripts.insert(0, "min/lunr.stemmer.support.min.js")
+    return scripts
+
+
+def _search_assets(worker: str, search_config: dict) -> list[tuple[str, str]]:
+    """The worker and what it loads, as URLs relative to the page that names the worker."""
     folder = posixpath.dirname(worker)
-    return [("js", worker)] + [("js", posixpath.normpath(posixpath.join(folder, s))) for s in scripts]
+    return [("js", worker)] + [("js", posixpath.normpath(posixpath.join(folder, "../lunr", s)))
+                               for s in lunr_scripts(search_config)]
+
+
+SEARCH_INDEX = "search/search_index.json"
+
+
+def language_index(site: Path, rel: str) -> str:
+    """The search index a built page (its path under the site) loads: its language folder's, else the default
+    language's (docs/assets/javascripts/search-language.js makes the browser do the same)."""
+    folder = rel.split("/", 1)[0]
+    return f"{folder}/{SEARCH_INDEX}" if "/" in rel and (site / folder / SEARCH_INDEX).is_file() else SEARCH_INDEX
 
 
 def page_weights(site: Path, site_path: str = "/") -> tuple[list[dict], list[str]]:
@@ -221,8 +257,14 @@ def page_weights(site: Path, site_path: str = "/") -> tuple[list[dict], list[str
             sizes[path] = (len(data), len(gzip.compress(data, 6)))
         return sizes[path]
 
-    index = site / "search" / "search_index.json"
-    search_config = json.loads(index.read_text(encoding="utf-8")).get("config", {}) if index.is_file() else {}
+    configs: dict[str, dict] = {}
+
+    def search_config(index: str) -> dict:
+        if index not in configs:
+            path = site / index
+            configs[index] = json.loads(path.read_text(encoding="utf-8")).get("config", {}) if path.is_file() else {}
+        return configs[index]
+
     problems: list[str] = []
     pages = []
     for html in sorted(site.rglob("*.html")):
@@ -230,12 +272,13 @@ def page_weights(site: Path, site_path: str = "/") -> tuple[list[dict], list[str
         if rel.startswith("data/"):
             continue
         parser = _PageAssets()
-        parser.feed(html.read_text(encoding="utf-8"))
+        parser.feed("".join(ASSET_TAGS.findall(html.read_text(encoding="utf-8"))))
         urls = list(parser.urls)
         base = parser.config.get("base", ".")
         if parser.search and parser.config.get("search"):
-            urls += _search_assets(parser.config["search"], search_config)
-            urls.append(("index", posixpath.join(base, "search/search_index.json")))
+            index = language_index(site, rel)
+            urls += _search_assets(parser.config["search"], search_config(index))
+            urls.append(("index", posixpath.join(base, index)))
         kinds = {"html": size(html)}
         chart = False
         seen: set[Path] = set()
@@ -298,13 +341,71 @@ def weight_report(pages: list[dict]) -> tuple[list[str], list[str]]:
     return lines, over
 
 
+def split_search_index(site: Path, locales: list[str]) -> dict[str, int]:
+    """mkdocs-static-i18n merges every language's pages into one search/search_index.json, which every page loaded
+    whole. Each language gets its own: the default language's stays where Material's bundle asks for it, another's
+    goes under its folder (search-language.js sends that language's pages there). Each index names its own lunr
+    language plus English (the pages quote English flags and model names). The JSON is written as UTF-8, not with
+    Material's \\uXXXX escapes (6 bytes for each Chinese character and each U+200B jieba put between words).
+    Returns the documents per index."""
+    path = site / SEARCH_INDEX
+    merged = json.loads(path.read_text(encoding="utf-8"))
+    docs: dict[str, list] = {"": [], **{locale: [] for locale in locales}}
+    for doc in merged["docs"]:
+        first = doc["location"].split("/", 1)[0]
+        docs[first if first in locales else ""].append(doc)
+    counts = {}
+    for locale, entries in docs.items():
+        config = dict(merged["config"])
+        if locale:
+            config["lang"] = list(dict.fromkeys([locale, "en"]))
+        target = site / locale / SEARCH_INDEX
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps({"config": config, "docs": entries}, ensure_ascii=False, separators=(",", ":")),
+                          encoding="utf-8")
+        counts[locale or "default"] = len(entries)
+    return counts
+
+
+SOURCE_MAP_COMMENT = re.compile(r"\n?(?://# sourceMappingURL=[^\n]*|/\*# sourceMappingURL=[^*]*\*/)\s*$")
+
+
+def prune_assets(site: Path) -> list[str]:
+    """Drop what no reader loads: source maps (and the comments naming them), and lunr-languages' files for
+    languages none of the site's search indexes uses (Thai's word splitter alone is 677 KB). Returns what went."""
+    gone = []
+    assets = site / "assets"
+    for path in sorted(assets.rglob("*.map")):
+        path.unlink()
+        gone.append(path.relative_to(site).as_posix())
+    for path in sorted([*assets.rglob("*.js"), *assets.rglob("*.css")]):
+        text = path.read_text(encoding="utf-8")
+        stripped = SOURCE_MAP_COMMENT.sub("", text)
+        if stripped != text:
+            path.write_text(stripped, encoding="utf-8")
+    lunr = assets / "javascripts" / "lunr"
+    used = {name for index in site.glob(f"**/{SEARCH_INDEX}")
+            for name in lunr_scripts(json.loads(index.read_text(encoding="utf-8")).get("config", {}))}
+    for path in sorted(p for p in lunr.rglob("*.js") if p.relative_to(lunr).as_posix() not in used):
+        path.unlink()
+        gone.append(path.relative_to(site).as_posix())
+    return gone
+
+
 @event_priority(-200)  # after mkdocs-static-i18n (-100) has built the other languages and merged the search index
 def on_post_build(config, **kwargs):
     copy_assets_and_data(config)
     i18n = config["plugins"].get("i18n")
     if i18n is not None and getattr(i18n, "building", False):
-        return  # a language built inside the main build: report once, on the whole site
-    pages, problems = page_weights(Path(config["site_dir"]), _site_path(config))
+        return  # a language built inside the main build: split, prune and report once, on the whole site
+    site = Path(config["site_dir"])
+    if (site / SEARCH_INDEX).is_file():
+        locales = [lang.link.strip("/") for lang in i18n.config.languages if not lang.default] if i18n else []
+        counts = split_search_index(site, locales)
+        log.info("search index per language (documents): " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    gone = prune_assets(site)
+    log.info(f"removed {len(gone)} file(s) no page loads (source maps, unused lunr languages)")
+    pages, problems = page_weights(site, _site_path(config))
     lines, over = weight_report(pages)
     log.info("\n".join(lines))
     for line in problems + over:

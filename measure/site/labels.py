@@ -11,6 +11,34 @@ import re
 # column id: (zh, en)
 COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "vllm_version": ("vLLM 版本", "vLLM release"),
+    # capacity, kv_dtype
+    "bandwidth_gb_s": ("实测显存带宽", "measured memory bandwidth"),
+    "buffer_mib": ("拷贝的缓冲区", "buffer copied"),
+    "weight_gb": ("每步读取的权重", "weights read per step"),
+    "floor_ms": ("每 token 下限", "floor per token"),
+    "floor_share_pct": ("下限占每步时间", "floor ÷ time per token"),
+    "gpu_memory_utilization": ("显存份额", "memory share"),
+    "request_tokens": ("一个请求的 token", "tokens of one request"),
+    "requests_fit": ("装得下的请求数", "requests that fit"),
+    "ttft_p50_ms": ("首 token 时间 p50", "TTFT p50"),
+    "tpot_p50_ms": ("每输出 token 时间 p50", "TPOT p50"),
+    "preemptions": ("抢占次数", "preemptions"),
+    "kv_cache_dtype": ("KV 缓存类型", "KV-cache dtype"),
+    # prefill
+    "caching": ("前缀缓存", "prefix caching"),
+    "prefix_tokens": ("共享前缀", "shared prefix"),
+    "case": ("情形", "case"),
+    "max_num_batched_tokens": ("每步 token 上限", "batched-token budget"),
+    "request_per_s_min": ("请求吞吐最低一轮", "requests per second, lowest round"),
+    "request_per_s_max": ("请求吞吐最高一轮", "requests per second, highest round"),
+    "measured_prompt_tokens": ("vLLM 计的提示 token", "prompt tokens vLLM counted"),
+    "long_prompt": ("长提示", "long prompt"),
+    "long_prompt_tokens": ("长提示 token", "long prompt tokens"),
+    "long_ttft_ms": ("长提示的首 token 时间", "long prompt's TTFT"),
+    "itl_p50_ms": ("ITL 中位数", "ITL, median"),
+    "itl_p99_ms": ("ITL 第 99 百分位", "ITL, 99th percentile"),
+    "itl_max_ms": ("最长的 token 间隔", "longest gap between tokens"),
+    "ttft_p99_ms": ("首 token 时间第 99 百分位", "TTFT, 99th percentile"),
     "url_libraries": ("URL 库", "URL libraries"),
     "itl_ms_min": ("ITL 最低一轮", "ITL, lowest round"),
     "itl_ms_max": ("ITL 最高一轮", "ITL, highest round"),
@@ -237,6 +265,8 @@ def unit_label(unit: str | None, lang: str, heading: bool = False) -> str:
 
 # Chinese for the categorical values the datasets write in English (they stay the selector values pages use).
 VALUE_ZH = {
+    # prefill
+    "hit": "命中", "miss": "未命中", "on": "开", "off": "关", "beside": "旁边有一个",
     # eager
     "default": "默认", "eager": "eager", "cold": "冷", "warm": "热",
     "multimodal time to first token": "多模态首 token 时间",

@@ -9,7 +9,8 @@ import html
 
 from measure.site import stash
 from measure.site.claims import MACROS, TEXT, ClaimRenderer
-from measure.site.scan import data_url_for, make_store, open_claims, page_base, page_lang, scan_pages
+from measure.site.facts import topics
+from measure.site.scan import data_url_for, open_claims, page_base, page_lang, scan_pages, site_store
 
 STATUS_TEXT = {
     "zh": {"page": "页面", "claim": "声明", "status": "状态", "detail": "说明", "none": "没有待实测或待确认的声明。"},
@@ -26,7 +27,7 @@ REPRODUCE_TEXT = {
 
 
 def define_env(env):
-    store = make_store()
+    store = site_store()
 
     current: dict = {}
 
@@ -48,7 +49,15 @@ def define_env(env):
         return call
 
     for name in MACROS:
-        env.macro(bind(name), name)
+        if name != "faq":
+            env.macro(bind(name), name)
+
+    def faq() -> str:
+        """The FAQ: Markdown headings (they reach the table of contents and search), answers kept as HTML."""
+        pages = {name: f"../{name}/" for name in topics()}  # the FAQ is a page beside the topic pages
+        return renderer().faq(keep=stash.put, pages=pages)
+
+    env.macro(faq, "faq")
 
     def stashed(function):
         """Register ``function`` as a macro whose HTML Markdown never sees (see measure/site/stash.py)."""
@@ -83,18 +92,24 @@ def define_env(env):
     @stashed
     def reproduce(*experiments: str) -> str:
         """A box with the exact commands that re-measure this page's experiments."""
-        from measure.experiment import get
+        return reproduce_box(store, page_lang(env.page.file.src_uri), experiments)
 
-        pending = [name for name in experiments if get(name).pending]  # get() fails the build on unknown names
-        lang = page_lang(env.page.file.src_uri)
-        title, lead = REPRODUCE_TEXT[lang]
-        if pending:
-            lead = PENDING_TEXT[lang].format(", ".join(pending)) + " " + lead
-        setup = list(dict.fromkeys(command for name in experiments for command in get(name).setup))
-        cmd = "\n".join([*setup, f"nox -s measure -- {' '.join(experiments)}", "nox -s build"])
-        envs = ", ".join(e.name for e in store.environments if not e.cited) or "-"
-        return (
-            f'<div class="admonition tip reproduce"><p class="admonition-title">{title}</p>'
-            f"<p>{lead}</p><pre><code>{html.escape(cmd)}</code></pre>"
-            f"<p><small>data/: {html.escape(envs)}</small></p></div>"
-        )
+
+def reproduce_box(store, lang: str, experiments: tuple[str, ...]) -> str:
+    """The commands that re-measure ``experiments``, and the environments under data/ that hold their data."""
+    from measure.experiment import get
+
+    classes = [get(name) for name in experiments]  # get() fails the build on unknown names
+    pending = [cls.name for cls in classes if cls.pending]
+    title, lead = REPRODUCE_TEXT[lang]
+    if pending:
+        lead = PENDING_TEXT[lang].format(", ".join(pending)) + " " + lead
+    setup = list(dict.fromkeys(command for cls in classes for command in cls.setup))
+    cmd = "\n".join([*setup, f"nox -s measure -- {' '.join(experiments)}", "nox -s build"])
+    datasets = [schema.name for cls in classes for schema in cls.datasets]
+    envs = ", ".join(e.name for e in store.environments if not e.cited and any(e.has(d) for d in datasets)) or "-"
+    return (
+        f'<div class="admonition tip reproduce"><p class="admonition-title">{title}</p>'
+        f"<p>{lead}</p><pre><code>{html.escape(cmd)}</code></pre>"
+        f"<p><small>data/: {html.escape(envs)}</small></p></div>"
+    )

@@ -6,6 +6,7 @@ built; they get them by rendering each page's Jinja with the same claim function
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
 
@@ -48,13 +49,45 @@ def make_store(root: Path | None = None, partial: bool | None = None) -> Store:
     return store
 
 
+def _fingerprint(folder: Path, pattern: str = "*") -> tuple:
+    """What changes when a file under ``folder`` is edited, added or removed (``mkdocs serve`` rebuilds)."""
+    return tuple((p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size)
+                 for p in sorted(folder.rglob(pattern)) if p.is_file()) if folder.is_dir() else ()
+
+
+_site_store: tuple[tuple, Store] | None = None
+
+
+def site_store() -> Store:
+    """The store the build's hooks and macros share: the data are read and checked once per build, not once per
+    language and per hook, and again when a data file changes under ``mkdocs serve``."""
+    global _site_store
+    root = default_data_root()
+    key = (root, os.environ.get("MEASURE_PARTIAL_DATA"), _fingerprint(root))
+    if _site_store is None or _site_store[0] != key:
+        _site_store = (key, make_store(root))
+    return _site_store[1]
+
+
 class PageError(RuntimeError):
     """A page could not be rendered; the message names the page, then what went wrong."""
 
 
 def scan_pages(docs_dir: Path = DOCS_DIR, store: Store | None = None, skip_status: bool = True) -> list[Claim]:
-    """All claims of all pages, in page order. Raises on unknown names, as the build does."""
+    """All claims of all pages, in page order. Raises on unknown names, as the build does. A store scans the same
+    pages once: the build asks for them in each language's pre-build hook and on each status page."""
     store = store or make_store()
+    key = (Path(docs_dir).resolve(), _fingerprint(Path(docs_dir), "*.md"))
+    done = getattr(store, "_scans", None)
+    if done is None:
+        done = {}
+        object.__setattr__(store, "_scans", done)
+    if key not in done:
+        done[key] = _scan(Path(docs_dir), store)
+    return list(done[key])
+
+
+def _scan(docs_dir: Path, store: Store) -> list[Claim]:
     claims: list[Claim] = []
     jenv = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
     for path in sorted(docs_dir.rglob("*.md")):
@@ -63,8 +96,9 @@ def scan_pages(docs_dir: Path = DOCS_DIR, store: Store | None = None, skip_statu
         names = renderer.macros()
         names["claims_status"] = lambda *a, **k: ""  # the status page lists claims; it makes none
         names["reproduce"] = lambda *a, **k: ""
+        source = path.read_text(encoding="utf-8")
         try:
-            jenv.from_string(path.read_text(encoding="utf-8")).render(**names)
+            jenv.from_string(source).render(**names)
         except (UnknownName, SchemaError) as exc:  # both take one message: the page's name goes in front
             raise type(exc)(f"{rel}: {exc}") from exc
         except Exception as exc:  # a data error, a template error: say which page met it, keep the cause

@@ -1,0 +1,147 @@
+"""Facts named once, cited by name from both languages (as Jupyter Book's ``glue``), and the questions they answer.
+
+A *fact* is one selection of data with its formatting: a value (dataset, column, row selector, digits) or a ratio
+of two values checked against what the sentence says (``compare``'s relations). A page writes
+``{{ fact("eager.tok_s_32_default") }}`` instead of repeating the selector in each language, and
+``{{ answers("eager") }}`` opens it with the questions its topic settles, each answered from facts.
+
+One module per topic in this package declares its facts and its questions (``topic(...)``); the registry imports
+them all. Names are ``TOPIC.NAME``; an unknown one fails the build naming the page.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass, field
+
+from measure.schema import UnknownName
+
+LANGS = ("zh", "en")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One number (or word) from one row: ``ClaimRenderer.value``'s arguments, named."""
+
+    dataset: str
+    column: str
+    where: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)  # digits, unit, scale, differs, show_range, env, source, …
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``left`` / ``right`` (two facts of the topic), checked against ``relation`` (see ``compare``)."""
+
+    left: str
+    relation: str
+    right: str
+    digits: int = 2
+    show: bool = True  # False: the relation is checked, nothing is printed (a sentence states it in words)
+
+
+@dataclass(frozen=True)
+class Unconfirmed:
+    """A 未确认 / Unconfirmed mark with its reason in each language: what the data show but do not explain."""
+
+    reason: dict[str, str]
+
+    def __post_init__(self) -> None:
+        if set(self.reason) != set(LANGS):
+            raise ValueError(f"an Unconfirmed fact needs its reason in {LANGS}")
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A 未实测 / Not measured mark: what no experiment of ours measures yet, and what would (each language)."""
+
+    what: dict[str, str]
+
+    def __post_init__(self) -> None:
+        if set(self.what) != set(LANGS):
+            raise ValueError(f"a NotMeasured fact needs its text in {LANGS}")
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question a reader brings, its answer as sentences with ``{fact}`` slots, the heading id (``figure``) of the
+    figure below that shows it, and what measurement would settle it while its facts are not measured."""
+
+    ask: dict[str, str]
+    answer: dict[str, str]
+    figure: str
+    unsettled: dict[str, str] = field(default_factory=dict)
+
+    def slots(self) -> list[str]:
+        found = {lang: SLOT.findall(self.answer[lang]) for lang in LANGS}
+        if set(found["zh"]) != set(found["en"]):
+            raise UnknownName(f"question {self.ask['en']!r}: the zh and en answers cite different facts "
+                              f"({sorted(set(found['zh']) ^ set(found['en']))})")
+        return found["en"]
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A page's facts and questions; ``name`` is the page (docs/NAME.zh.md, docs/NAME.en.md), ``title`` its short
+    name in each language where the home page lists it."""
+
+    name: str
+    facts: dict[str, Value | Ratio | Unconfirmed | NotMeasured]
+    questions: tuple[Question, ...] = ()
+    title: dict[str, str] = field(default_factory=dict)
+    has_page: bool = True  # False: questions no page answers yet (the FAQ lists them; the home page does not)
+
+
+SLOT = re.compile(r"\{([a-z0-9_]+)\}")
+_TOPICS: dict[str, Topic] = {}
+
+
+def topic(name: str, facts: dict[str, Value | Ratio | Unconfirmed | NotMeasured], questions: tuple[Question, ...] = (),
+          title: dict[str, str] | None = None, has_page: bool = True) -> Topic:
+    """Declare a topic's facts (short names, cited as ``TOPIC.NAME``) and questions."""
+    if name in _TOPICS:
+        raise ValueError(f"topic {name!r} declared twice")
+    if questions and set(title or {}) != set(LANGS):
+        raise ValueError(f"topic {name!r}: a topic with questions has a title in {LANGS}")
+    declared = Topic(name, facts, questions, title or {}, has_page)
+    for ratio in (f for f in facts.values() if isinstance(f, Ratio)):
+        for side in (ratio.left, ratio.right):
+            if side not in facts:
+                raise UnknownName(f"topic {name!r}: a ratio names {side!r}, which the topic does not declare")
+    for question in questions:
+        for lang in LANGS:
+            if not question.ask.get(lang) or not question.answer.get(lang):
+                raise ValueError(f"topic {name!r}: a question lacks its {lang} text")
+        if question.ask["zh"][-1] != "？" or question.ask["en"][-1] != "?":
+            raise ValueError(f"topic {name!r}: a question ends with ？ (zh) and ? (en): {question.ask}")
+        unknown = [s for s in question.slots() if s not in facts]
+        if unknown:
+            raise UnknownName(f"topic {name!r}: question {question.ask['en']!r} cites undeclared facts {unknown}")
+    _TOPICS[name] = declared
+    return declared
+
+
+def topics() -> dict[str, Topic]:
+    import measure.site.facts as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+    return _TOPICS
+
+
+def get_topic(name: str) -> Topic:
+    found = topics()
+    if name not in found:
+        raise UnknownName(f"unknown topic {name!r}; topics: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def lookup(name: str) -> tuple[Topic, str, Value | Ratio | Unconfirmed | NotMeasured]:
+    """``TOPIC.NAME`` → (topic, short name, fact)."""
+    topic_name, _, short = name.partition(".")
+    found = get_topic(topic_name)
+    if short not in found.facts:
+        raise UnknownName(f"unknown fact {name!r}; {topic_name} declares: {', '.join(found.facts)}")
+    return found, short, found.facts[short]

@@ -1,0 +1,120 @@
+"""Memory and capacity (docs/capacity.*.md): decode against the bandwidth floor, what the memory setting buys in KV
+tokens and requests, what a full cache does, and the fp8 KV cache. The H200's figures (full-size Qwen3, dummy
+weights, default mode)."""
+
+from measure.site.facts import Question, Ratio, Value, topic
+
+H200 = "gpu-1x-nvidia-h200"
+
+
+def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, **where) -> Value:
+    # missing_ok: the H200 rows of these experiments are still to come (only the CPU stand-in's are published);
+    # until then they render 未实测, with what would settle each answer
+    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True})
+
+
+def memory(column: str, utilization: str, digits: int = 1) -> Value:
+    return h200("capacity.memory", column, digits, setting=f"--gpu-memory-utilization {utilization}")
+
+
+def knee(column: str, utilization: str, concurrency: int, digits: int = 0) -> Value:
+    return h200("capacity.knee", column, digits, setting=f"--gpu-memory-utilization {utilization}",
+                concurrency=concurrency)
+
+
+def kv(column: str, dtype: str, prompt: int, digits: int = 1) -> Value:
+    return h200("kv_dtype.compare", column, digits, kv_cache_dtype=dtype, prompt_tokens=prompt)
+
+
+topic("capacity", facts={
+    "tpot_06b": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-0.6B"),
+    "floor_06b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
+    "floor_share_06b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
+    "bandwidth": h200("capacity.bandwidth", "bandwidth_gb_s", 0),
+    "weight_gb_06b": h200("capacity.decode_floor", "weight_gb", 2, model="Qwen3-0.6B"),
+    "kv_gib_09": memory("kv_cache_gib", "0.9"),
+    "kv_tokens_09": memory("kv_cache_tokens", "0.9", 0),
+    "fit_09": memory("requests_fit", "0.9", 0),
+    "vllm_concurrency_09": memory("max_concurrency", "0.9"),
+    "context_tokens": memory("max_concurrency_tokens", "0.9", 0),
+    "request_tokens": memory("request_tokens", "0.06", 0),
+    "kv_gib_006": memory("kv_cache_gib", "0.06"),
+    "fit_006": memory("requests_fit", "0.06", 0),
+    "fit_02": memory("requests_fit", "0.2", 0),
+    "ttft_006_32": knee("ttft_p50_ms", "0.06", 32),
+    "ttft_006_128": knee("ttft_p50_ms", "0.06", 128),
+    "ttft_006_growth": Ratio("ttft_006_128", ">>", "ttft_006_32", digits=1),
+    "ttft_02_128": knee("ttft_p50_ms", "0.2", 128),
+    "preempt_006_128": knee("preemptions", "0.06", 128),
+    "preempt_02_128": knee("preemptions", "0.2", 128),
+    "tok_s_006_128": knee("output_tok_s", "0.06", 128),
+    "tok_s_02_128": knee("output_tok_s", "0.2", 128),
+    "tok_s_02_vs_006": Ratio("tok_s_02_128", ">", "tok_s_006_128"),
+    "kv_tokens_auto": kv("kv_cache_tokens", "auto", 1024, 0),
+    "kv_tokens_fp8": kv("kv_cache_tokens", "fp8", 1024, 0),
+    "kv_tokens_fp8_vs_auto": Ratio("kv_tokens_fp8", ">", "kv_tokens_auto", digits=1),
+    "tpot_auto_16k": kv("tpot_ms", "auto", 16384, 2),
+    "tpot_fp8_16k": kv("tpot_ms", "fp8", 16384, 2),
+    "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
+    "ttft_fp8_16k": kv("ttft_ms", "fp8", 16384, 0),
+}, questions=(
+    Question(
+        ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
+             "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
+        answer={"zh": "一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。每步至少要把 {weight_gb_06b} 权重从显存读一遍，"
+                      "按实测带宽 {bandwidth} 算，下限是 {floor_06b}，只占每步时间的 {floor_share_06b}：其余的时间不在读权重上。",
+                "en": "With one request at a time, Qwen3-0.6B took {tpot_06b} per output token. Each step has to read its "
+                      "{weight_gb_06b} of weights from memory at least once; at the measured bandwidth of {bandwidth} "
+                      "that floor is {floor_06b}, only {floor_share_06b} of a step: the rest of the time is not spent "
+                      "reading weights."},
+        figure="decode-floor",
+        unsettled={"zh": "需要在 H200 上测一次显存带宽，再一次一个请求地测每个输出 token 的时间。",
+                   "en": "Settling it takes the H200's memory bandwidth and the time per output token with one request "
+                         "at a time."}),
+    Question(
+        ask={"zh": "为什么 vLLM 给一个小模型占掉 90% 的显存？这些显存能同时装下多少请求？",
+             "en": "Why does vLLM take 90 % of the GPU for a small model, and how many requests does that hold?"},
+        answer={"zh": "--gpu-memory-utilization 默认 0.9：vLLM 在权重和激活之外，把这份额度剩下的部分全留给 KV 缓存。"
+                      "0.9 时 Qwen3-0.6B 的 KV 缓存有 {kv_gib_09}，{kv_tokens_09}，够 {fit_09} 个 {request_tokens}"
+                      "的请求（1k 输入、256 输出）同时在途。vLLM 日志里的“最大并发” {vllm_concurrency_09} 是按每个请求占满"
+                      " {context_tokens} 的上下文算的。",
+                "en": "--gpu-memory-utilization defaults to 0.9: beyond the weights and activations, vLLM gives the rest of "
+                      "that share to the KV cache. At 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
+                      "for {fit_09} requests of {request_tokens} (1k in, 256 out) at once. The \"maximum concurrency\" "
+                      "vLLM logs, {vllm_concurrency_09}, assumes every request fills the model's {context_tokens} "
+                      "context."},
+        figure="memory-setting",
+        unsettled={"zh": "需要在 H200 上以 0.9 启动一次，读出 vLLM 记录的 KV 缓存大小。",
+                   "en": "Settling it takes one start at 0.9 on the H200 and the KV-cache size vLLM logs."}),
+    Question(
+        ask={"zh": "KV 缓存装满之后会怎样？", "en": "What happens when the KV cache is full?"},
+        answer={"zh": "--gpu-memory-utilization 0.06 时 KV 缓存只有 {kv_gib_006}，装得下 {fit_006} 个这样的请求。"
+                      "32 个请求在途时首 token 中位数是 {ttft_006_32}，128 个时是 {ttft_006_128}（{ttft_006_growth}），"
+                      "这一档发生了 {preempt_006_128} 次抢占：放不下的请求先排队，或被挤出去以后重算。"
+                      "0.2 时（装得下 {fit_02} 个）128 个在途的首 token 是 {ttft_02_128}，抢占 {preempt_02_128} 次，"
+                      "输出吞吐 {tok_s_02_128}，是 0.06 时 {tok_s_006_128} 的 {tok_s_02_vs_006}。",
+                "en": "At --gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} such requests. "
+                      "With 32 in flight the median first token came after {ttft_006_32}; with 128 after "
+                      "{ttft_006_128} ({ttft_006_growth}), and vLLM preempted {preempt_006_128} times at that load: "
+                      "requests that do not fit wait, or are pushed out and computed again. At 0.2 (room for {fit_02}) "
+                      "128 in flight got their first token after {ttft_02_128}, with {preempt_02_128} preemptions and "
+                      "{tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
+        figure="full-cache",
+        unsettled={"zh": "需要在 H200 上以几档显存设置启动，把并发加到 KV 缓存装满。",
+                   "en": "Settling it takes starts at several memory settings on the H200 and concurrency raised until "
+                         "the KV cache is full."}),
+    Question(
+        ask={"zh": "fp8 KV 缓存是让推理更快，还是只多出空间？",
+             "en": "Does an fp8 KV cache make inference faster, or only add room?"},
+        answer={"zh": "同样的 KV 字节数，fp8 装下 {kv_tokens_fp8}，auto（bf16）装下 {kv_tokens_auto}（{kv_tokens_fp8_vs_auto}）。"
+                      "16k token 的提示一次一个请求时，每个输出 token 是 {tpot_fp8_16k} 对 {tpot_auto_16k}，"
+                      "首 token 是 {ttft_fp8_16k} 对 {ttft_auto_16k}。Qwen3-8B，虚拟权重：对回答质量的影响这里没有测。",
+                "en": "In the same KV bytes, fp8 held {kv_tokens_fp8} and auto (bf16) {kv_tokens_auto} "
+                      "({kv_tokens_fp8_vs_auto}). With 16k-token prompts one at a time, an output token took "
+                      "{tpot_fp8_16k} against {tpot_auto_16k} and the first token {ttft_fp8_16k} against "
+                      "{ttft_auto_16k}. Qwen3-8B with dummy weights: what fp8 does to the answers is not measured here."},
+        figure="kv-dtype",
+        unsettled={"zh": "需要在 H200 上让两个 Qwen3-8B 服务器（auto 与 fp8）分到同样的 KV 字节数，测同样的请求。",
+                   "en": "Settling it takes two Qwen3-8B servers on the H200, auto and fp8, with the same KV bytes, "
+                         "sent the same requests."}),
+), title={"zh": "显存与容量", "en": "Memory and capacity"})

@@ -1,0 +1,84 @@
+"""Multimodal, measured (docs/multimodal-measured.*.md): Qwen3-VL-2B on the H200: image tokens, a repeated image,
+several images per prompt, and whether image URLs reach internal hosts."""
+
+from measure.site.facts import Question, Ratio, Value, topic
+
+H200 = "gpu-1x-nvidia-h200"
+
+
+def side(column: str, px: int, digits: int = 0) -> Value:
+    return Value("multimodal.image_tokens", column, {"side": px}, {"env": H200, "digits": digits})
+
+
+def images(count: int) -> Value:
+    return Value("multimodal.multi_image", "ttft_ms", {"images_per_prompt": count, "concurrency": 1},
+                 {"env": H200, "digits": 1})
+
+
+def fetch(column: str, setting: str, url_kind: str) -> Value:
+    return Value("security.media_fetch", column, {"setting": setting, "url_kind": url_kind}, {"env": H200})
+
+
+ALLOWED = "--allowed-media-domains localhost"
+
+topic("multimodal-measured", facts={
+    "tokens_448": side("prompt_tokens", 448),
+    "tokens_1344": side("prompt_tokens", 1344),
+    "ttft_448": side("ttft_ms", 448, 1),
+    "ttft_1344": side("ttft_ms", 1344, 1),
+    "ttft_1344_vs_448": Ratio("ttft_1344", ">>", "ttft_448", digits=1),
+    "first_cached": Value("multimodal.processor_cache", "first_ttft_ms", {"mm_processor_cache_gb": 4},
+                          {"env": H200, "digits": 1}),
+    "repeat_cached": Value("multimodal.processor_cache", "repeat_ttft_ms", {"mm_processor_cache_gb": 4},
+                           {"env": H200, "digits": 1}),
+    "repeat_uncached": Value("multimodal.processor_cache", "repeat_ttft_ms", {"mm_processor_cache_gb": 0},
+                             {"env": H200, "digits": 1}),
+    "repeat_vs_first": Ratio("repeat_cached", "<<", "first_cached"),
+    "uncached_vs_cached": Ratio("repeat_uncached", "≈", "repeat_cached"),
+    "one_image": images(1),
+    "four_images": images(4),
+    "four_vs_one": Ratio("four_images", ">>", "one_image", digits=1),
+    "loopback_default": fetch("service_hit", "default", "loopback, open port"),
+    "loopback_allowed": fetch("service_hit", ALLOWED, "loopback, open port"),
+    "redirect_allowed": fetch("paths_requested", ALLOWED, "allowed name redirecting to loopback"),
+    "redirect_off": fetch("paths_requested", f"{ALLOWED} + VLLM_MEDIA_URL_ALLOW_REDIRECTS=0",
+                          "allowed name redirecting to loopback"),
+}, questions=(
+    Question(
+        ask={"zh": "一张图像算多少 token？", "en": "How many tokens is an image?"},
+        answer={"zh": "H200 上的 Qwen3-VL-2B-Instruct（虚拟权重，vLLM 0.26.0），一张 448 像素见方的图像加一句提问共 {tokens_448}，"
+                      "1344 像素时 {tokens_1344}；首 token 时间从 {ttft_448} 升到 {ttft_1344}（{ttft_1344_vs_448}）。",
+                "en": "For Qwen3-VL-2B-Instruct on one H200 (dummy weights, vLLM 0.26.0), a 448-pixel square image and a "
+                      "one-line question made {tokens_448}, a 1344-pixel one {tokens_1344}; the first token came after "
+                      "{ttft_448} and {ttft_1344} ({ttft_1344_vs_448})."},
+        figure="image-tokens",
+        unsettled={"zh": "需要按图像边长测提示 token 数和首 token 时间。", "en": "Settling it takes prompt tokens and TTFT by image side."}),
+    Question(
+        ask={"zh": "同一张图再发一次会更快吗？", "en": "Is the same image faster the second time?"},
+        answer={"zh": "处理器缓存为 4 GiB（默认）时，一张图第一次的首 token 时间是 {first_cached}，再发一次是 {repeat_cached}"
+                      "（{repeat_vs_first}）；缓存关闭时再发一次是 {repeat_uncached}，和开着缓存时差不多（{uncached_vs_cached}）。",
+                "en": "With the processor cache at 4 GiB (the default), an image's first request got its first token "
+                      "after {first_cached} and the same image again after {repeat_cached} ({repeat_vs_first}); with the "
+                      "cache off, the repeat took {repeat_uncached}, about as long as with it ({uncached_vs_cached})."},
+        figure="same-image",
+        unsettled={"zh": "需要把同一张图连发两次。", "en": "Settling it takes the same image sent twice."}),
+    Question(
+        ask={"zh": "一个提示里放几张图，首 token 要等多久？", "en": "How does the wait grow with images per prompt?"},
+        answer={"zh": "一次一个请求时，1 张图的首 token 时间是 {one_image}，4 张图是 {four_images}（{four_vs_one}）。",
+                "en": "One request at a time, one image took {one_image} to the first token and four images "
+                      "{four_images} ({four_vs_one})."},
+        figure="several-images",
+        unsettled={"zh": "需要按每个提示的图像数测首 token 时间。", "en": "Settling it takes TTFT by images per prompt."}),
+    Question(
+        ask={"zh": "image_url 能让服务器去访问内网地址吗？", "en": "Can image_url make the server fetch from internal hosts?"},
+        answer={"zh": "默认设置下，指向本机开放端口的 image_url 让本机服务收到了请求：{loopback_default}；设了 --allowed-media-domains localhost 后："
+                      "{loopback_allowed}。但允许的域名重定向到本机时，本机服务收到的路径是 {redirect_allowed}；"
+                      "再关掉重定向（VLLM_MEDIA_URL_ALLOW_REDIRECTS=0）后是 {redirect_off}。",
+                "en": "With default settings, an image_url pointing at an open loopback port reached the local service: "
+                      "{loopback_default}; with --allowed-media-domains localhost: {loopback_allowed}. But when an allowed name redirected to "
+                      "loopback, the local service was asked for {redirect_allowed}; with redirects also off "
+                      "(VLLM_MEDIA_URL_ALLOW_REDIRECTS=0), for {redirect_off}."},
+        figure="ssrf",
+        unsettled={"zh": "需要在本机起一个服务，再让 vLLM 去取指向它的 URL。",
+                   "en": "Settling it takes a local service and vLLM asked to fetch URLs pointing at it."}),
+), title={"zh": "多模态实测", "en": "Multimodal, measured"})

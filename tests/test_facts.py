@@ -1,0 +1,113 @@
+"""Facts named once and cited by name; the answers block a topic page opens with (measure/site/facts/)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from measure.schema import UnknownName
+
+
+@pytest.fixture(scope="module")
+def real_store():
+    from measure.site.scan import make_store
+
+    return make_store()
+
+
+def render(store, lang: str, call):
+    from measure.site.claims import ClaimRenderer
+
+    renderer = ClaimRenderer(store, lang, f"eager.{lang}.md")
+    return call(renderer), renderer
+
+
+def test_the_answers_block_cites_the_same_facts_in_both_languages_and_links_each_to_its_figure(real_store):
+    html = {}
+    keys = {}
+    for lang in ("zh", "en"):
+        html[lang], renderer = render(real_store, lang, lambda r: r.answers("eager"))
+        keys[lang] = {c.key for c in renderer.claims}
+        assert {c.status for c in renderer.claims} <= {"measured", "unconfirmed"}, "the committed data answer them"
+    assert keys["zh"] == keys["en"] and "eager.tok_s_32_default" in keys["en"]
+    assert "本页回答" in html["zh"] and "This page answers" in html["en"]
+    figures = re.findall(r'href="#([^"]+)"', html["en"])
+    assert figures == re.findall(r'href="#([^"]+)"', html["zh"]) and "generation-speed" in figures
+    for lang in ("zh", "en"):
+        page = open(f"docs/eager.{lang}.md", encoding="utf-8").read()
+        for figure in figures:
+            assert "{ #" + figure + " }" in page, f"eager.{lang}.md has no heading with id {figure}"
+
+
+def test_a_ratio_renders_its_terms_even_where_the_page_did_not_cite_them(real_store):
+    text, renderer = render(real_store, "en", lambda r: r.fact("eager.tpot_1_ratio"))
+    assert "×" in text and {"eager.tpot_1_eager", "eager.tpot_1_default"} <= set(renderer.numbers)
+
+
+def test_unknown_names_fail_naming_what_exists(real_store):
+    with pytest.raises(UnknownName, match="eager declares: tok_s_32_default"):
+        render(real_store, "en", lambda r: r.fact("eager.no_such_fact"))
+    with pytest.raises(UnknownName, match="unknown topic 'nowhere'"):
+        render(real_store, "en", lambda r: r.answers("nowhere"))
+
+
+def test_a_question_whose_languages_cite_different_facts_is_refused():
+    from measure.site.facts import Question, Value, topic
+
+    with pytest.raises(UnknownName, match="zh and en answers cite different facts"):
+        topic("test_mismatch", facts={"a": Value("eager.decode", "tpot_ms"), "b": Value("eager.decode", "tpot_ms")},
+              questions=(Question(ask={"zh": "问？", "en": "Q?"}, answer={"zh": "{a}", "en": "{b}"}, figure="x"),),
+              title={"zh": "测试", "en": "Test"})
+    with pytest.raises(UnknownName, match="undeclared facts"):
+        topic("test_undeclared", facts={}, questions=(
+            Question(ask={"zh": "问？", "en": "Q?"}, answer={"zh": "{a}", "en": "{a}"}, figure="x"),),
+              title={"zh": "测试", "en": "Test"})
+
+
+def test_an_answer_without_data_says_what_would_settle_it(tmp_path):
+    from measure.site.scan import make_store
+
+    empty = make_store(tmp_path, partial=True)
+    html, renderer = render(empty, "en", lambda r: r.answers("eager"))
+    assert {c.status for c in renderer.claims if c.kind == "value"} == {"not_measured"}
+    assert "Settling it takes the same requests served in both modes on one GPU." in html
+
+
+def test_an_answer_linking_to_a_missing_heading_fails_the_build(caplog):
+    from measure.site import hooks
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="eager.en.md"))
+    with caplog.at_level(logging.WARNING):
+        hooks.on_page_content('<a href="#gone" data-answer-figure="gone">Q?</a><h2 id="here">x</h2>', page)
+    assert "links to #gone, which no heading of the page has" in caplog.text  # a warning fails `mkdocs build --strict`
+
+
+def test_the_home_page_answers_each_topics_first_question_and_links_the_rest(real_store):
+    from measure.site.claims import ClaimRenderer
+
+    renderer = ClaimRenderer(real_store, "en", "index.en.md")
+    html = renderer.site_answers()
+    assert "Questions this site answers" in html
+    assert 'href="eager/#generation-speed"' in html and 'href="prefill/#beside-a-long-prompt"' in html
+    assert html.count("<dd>") == html.count('class="page-answers-topic"') >= 3
+
+
+def test_the_faq_lists_every_question_as_a_heading_with_open_questions_last(real_store):
+    from measure.site import facts
+    from measure.site.claims import ClaimRenderer
+
+    for lang in ("zh", "en"):
+        renderer = ClaimRenderer(real_store, lang, f"faq.{lang}.md")
+        markdown = renderer.faq(pages={name: f"../{name}/" for name in facts.topics()})
+        questions = [line[4:] for line in markdown.splitlines() if line.startswith("### ")]
+        assert len(questions) >= 30 and all(q.endswith("？" if lang == "zh" else "?") for q in questions)
+        sections = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
+        assert sections[-1] == facts.get_topic("open").title[lang]
+        statuses = {c.key.split(".")[0]: set() for c in renderer.claims}
+        for claim in renderer.claims:
+            statuses[claim.key.split(".")[0]].add(claim.status)
+        assert statuses["open"] == {"not_measured"} and "measured" in statuses["prefill"]
+    assert 'href="../eager/#generation-speed"' in markdown

@@ -1,0 +1,22 @@
+"""The doubled-unit lint (measure/site/lint.py) knows named facts: a fact prints its unit as its value() does."""
+
+import pytest
+
+
+@pytest.mark.parametrize("source, flagged", [
+    ('A token took {{ fact("eager.tpot_1_default") }} ms in the default mode.', "'ms'"),
+    ("每个 token {{ fact('eager.tpot_1_default') }} ms，", "'ms'"),
+    ('Cached: {{ fact("prefill.hit_vs_miss_16k") }} the time of a miss.', None),  # a ratio prints ×, not a unit
+    ('Started: {{ fact("eager.image_0_default") }} in default mode.', None),  # a yes/no prints no unit
+    ('{{ fact("lora.base_tok_s") }} tok/s', "'tok/s'"),  # the fact's own unit= option
+])
+def test_a_unit_typed_after_a_fact_that_prints_it_is_flagged_with_page_and_line(source, flagged):
+    from measure.experiment import all_schemas
+    from measure.site.lint import doubled_units
+
+    lang = "zh" if "每个" in source else "en"
+    found = doubled_units("# Title\n\n" + source + "\n", f"page.{lang}.md", all_schemas(), lang)
+    if flagged is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and str(found[0]).startswith(f"page.{lang}.md:3: {flagged} typed after")

@@ -1,0 +1,106 @@
+"""On a real vLLM (CPU backend): a server killed mid-run takes its engine with it and the run says how it died;
+several choices per request (n = 2) are timed per choice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, VLLM_HOW, python_imports, require, smaller
+
+pytestmark = pytest.mark.vllm
+
+
+@pytest.fixture(scope="module")
+def vllm_installed():
+    require(python_imports("import vllm.entrypoints.openai.api_server"), "vLLM", VLLM_HOW)
+
+
+def wait_for(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
+        time.sleep(0.2)
+
+
+def test_an_api_server_killed_mid_run_leaves_nothing_and_the_run_says_it_died(vllm_installed, tmp_path):
+    from measure.harness.server import group_members
+
+    tmp_before = set(os.listdir("/tmp"))
+    state = tmp_path / "state"
+    env = os.environ | {"MEASURE_STATE_DIR": str(state), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
+        | smaller({"repeats": 2})
+    run = subprocess.Popen(
+        [sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", "pooling", "--profile", "cpu",
+         "--env", "killed"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        staged = tmp_path / "data" / ".staging" / "killed" / "pooling.embedding_throughput.csv"
+        wait_for(lambda: (staged.exists() and len(staged.read_text().splitlines()) >= 2) or run.poll() is not None,
+                 420, "the first row measured")
+        assert run.poll() is None, run.stdout.read()
+        info = json.loads(next((state / "pids").glob("*.json")).read_text())
+        group = info["pid"]
+        members = group_members(group)
+        assert len(members) >= 2, f"an API server and its engine core, found {members}"
+        os.kill(group, signal.SIGKILL)
+        try:
+            wait_for(lambda: not group_members(group), 30, f"every process of the server's group {members} ended")
+        except AssertionError:
+            states = {m: Path(f"/proc/{m}/stat").read_text().rsplit(")", 1)[1].split()[:2] for m in group_members(group)}
+            raise AssertionError(f"left: {states}; run alive: {run.poll() is None}") from None
+        out, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode != 0
+    assert "died (killed by signal SIGKILL) during the experiment" in out, out[-4000:]
+    assert not Path(info["tmpdir"]).exists(), "the server's TMPDIR (vLLM's sockets) removed"
+    left = sorted(set(os.listdir("/tmp")) - tmp_before - {p.name for p in Path("/tmp").glob("pytest-*")})
+    assert not left, f"files the run left in /tmp: {left}"
+
+
+@pytest.fixture(scope="module")
+def chat_server(vllm_installed, tmp_path_factory):
+    from measure.harness import server as srv
+    from measure.harness.profiles import CPU, server_env
+    from measure.models import resolve
+
+    model = resolve(CPU.models["chat"], REPO / ".cache" / "models")
+    started = srv.launch(model.server_args, model.name, CPU.server_args, server_env(CPU),
+                         tmp_path_factory.mktemp("choices") / "server.log", timeout_s=CPU.startup_timeout_s)
+    yield started
+    started.stop()
+
+
+def test_two_choices_per_request_are_timed_per_choice(chat_server):
+    """usage.completion_tokens counts both choices: divided into one stream's time it halved TPOT."""
+    from measure.harness.loadgen import HttpRequest, LoadGenerator
+
+    output_tokens, prompt = 24, [{"role": "user", "content": "Count slowly."}]
+    with LoadGenerator(chat_server.base_url, workers=1) as generator:
+        def batch(n: int):
+            requests = [HttpRequest.chat(prompt, chat_server.model, output_tokens, ignore_eos=True, n=n,
+                                         temperature=1.0)] * 4
+            generator.run(requests[:1], concurrency=1)  # warm-up
+            return generator.run(requests, concurrency=1)
+
+        one, two = batch(1), batch(2)
+    assert not one.errors and not two.errors, one.errors + two.errors
+    assert all(t.output_tokens == 2 * output_tokens and len(t.choice_spans) == 2 for t in two.timings)
+    tpot_one = statistics.median(t.tpot_s for t in one.timings)
+    tpot_two = statistics.median(t.tpot_s for t in two.timings)
+    # Two sequences decode in one batch, a step costing about what one does (more on a loaded CPU); dividing one
+    # stream's time by both choices' tokens, as before, gives about half of each choice's own time per token
+    assert 0.8 < tpot_two / tpot_one < 2.5, (tpot_one, tpot_two)
+    old_two = statistics.median((t.e2e_s - t.ttft_s) / (t.output_tokens - 1) for t in two.timings)
+    assert old_two / tpot_two < 0.7, (tpot_two, old_two)
+    assert two.summary().output_tok_s > 1.3 * one.summary().output_tok_s  # throughput counts both choices
+    itl_two = statistics.median(gap for t in two.timings for gap in t.itl_s)
+    assert 0.5 < itl_two / tpot_two < 2.0, "ITL is taken within a choice, not between two choices' messages"
