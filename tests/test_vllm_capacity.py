@@ -15,7 +15,7 @@ KV_DTYPE = {"dtypes": ["auto", "fp8"], "prompt_tokens": [128], "output_tokens": 
 
 def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(tmp_path):
     require(python_imports("import vllm"), "vLLM", VLLM_HOW)
-    run_measure(tmp_path, "capacity-cpu", "capacity", "kv_dtype", sizes={"capacity": CAPACITY, "kv_dtype": KV_DTYPE})
+    run_measure(tmp_path, "capacity-cpu", "capacity", "kv_dtype", sizes={"capacity": CAPACITY, "kv_dtype": KV_DTYPE, "colocate": 3})
     from measure.site.scan import make_store
 
     store = make_store(tmp_path / "data")
