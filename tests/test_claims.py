@@ -274,7 +274,7 @@ def test_a_quantity_declaring_a_selector_value_no_data_has_fails(fixture_root):
         Consistency(_with_roofline(fixture_root, 1.0), (Quantity("c", "", typo.members, by=("modle",)),))
 
 
-def test_a_chart_series_never_mixes_models_and_names_the_tiny_stand_in(fixture_root):
+def test_a_chart_series_never_mixes_models_and_the_stand_in_gets_its_own_chart(fixture_root):
     import json
 
     from measure.site.scan import make_store
@@ -284,12 +284,41 @@ def test_a_chart_series_never_mixes_models_and_names_the_tiny_stand_in(fixture_r
                                      "all-MiniLM-L6-v2,real,4,float,20.0,3000.0,6.0,3,1,0.2\n")
     html = render(make_store(fixture_root)).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s",
                                                   color="encoding_format", env="fixture-cpu")
-    figure = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html).group(1))
-    names = [tr["name"] for tr in figure["data"]]
-    assert len(names) == 3 and len(set(names)) == 3  # MiniLM float, tiny float, tiny base64
-    minilm = next(tr for tr in figure["data"] if "all-MiniLM-L6-v2" in tr["name"])
-    assert minilm["y"] == [900.0, 3000.0]
-    assert any("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)
+    full, stand_in = (json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html))
+    # a real model and a scaled-down one never share an axis: the stand-in's chart is titled as shape, not speed
+    assert [tr["name"] for tr in full["data"]] == ["Test fixture: CPU · all-MiniLM-L6-v2 · float"]
+    assert full["data"][0]["y"] == [900.0, 3000.0]
+    names = [tr["name"] for tr in stand_in["data"]]
+    assert len(names) == 2 and all("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)
+    assert stand_in["layout"]["title"]["text"] == "Scaled-down models on the CPU backend: the shape, not the speed"
+    assert not full["layout"]["title"]["text"]
+
+
+def test_a_table_keeps_full_size_and_stand_in_rows_apart_and_folds_what_never_varies(fixture_root):
+    from measure.site.scan import make_store
+
+    csv = fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv"
+    csv.write_text(csv.read_text() + "all-MiniLM-L6-v2,real,1,float,20.0,900.0,5.0,3,1,0.2\n"
+                                     "all-MiniLM-L6-v2,real,4,float,20.0,3000.0,6.0,3,1,0.2\n")
+    html = render(make_store(fixture_root)).table("pooling.embedding_throughput", env="fixture-cpu")
+    full, stand_in = html.split('<div class="claim-table">')[1:]
+    assert "all-MiniLM-L6-v2" in full and "tiny Qwen3" not in full and "the shape, not the speed" not in full
+    assert "tiny Qwen3" in stand_in and "all-MiniLM" not in stand_in
+    assert "the shape, not the speed" in stand_in.split("<table>")[0]  # the stand-in table's caption
+    # one model, one weights mode: said once above the table, not in every row
+    assert "Same in every row: model: all-MiniLM-L6-v2 · weights: real" in full.split("<table>")[0]
+    assert "<th" not in full.split("<table>")[0] and ">model<" not in full
+
+
+def test_numbers_print_three_significant_digits_with_separators_and_no_trailing_zeros():
+    from measure.site.claims import format_number
+
+    cases = {23614.97: "23,615", 134317.0: "134,317", 43.83: "43.8", 1.994: "1.99", 0.2834: "0.283", 0.06: "0.06",
+             12.0: "12", 0: "0", -0.5: "-0.5", 1234567.891: "1,234,568"}
+    assert {v: format_number(v, "en") for v in cases} == cases
+    assert format_number(1234.5, "en", 2) == "1,234.50"  # a page that asks for digits gets them
+    with pytest.raises(SchemaError):
+        format_number(float("inf"), "en")
 
 
 def test_categorical_values_read_in_chinese_on_zh_pages_and_stay_selectable(store):
@@ -329,7 +358,7 @@ def test_a_table_of_chosen_columns_keeps_the_full_table_one_click_away(store):
 
 def test_a_table_row_whose_figure_disagrees_with_another_dataset_is_marked(fixture_root):
     html = render(_with_roofline(fixture_root, 12345.6 * 1.5)).table("pooling.embedding_throughput")
-    row = next(r for r in html.split("<tr")[1:] if ">12,345.60<" in r or ">12,345.6<" in r)
+    row = next(r for r in html.split("<tr")[1:] if ">12,346<" in r)
     assert "claim-unconfirmed" in row and "pooling_limits.roofline" in row
     agreeing = render(_with_roofline(fixture_root, 12345.6)).table("pooling.embedding_throughput")
     assert "pooling_limits.roofline" not in agreeing

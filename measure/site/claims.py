@@ -45,6 +45,8 @@ TEXT = {
     "answer_figure": {"zh": "看图表 →", "en": "See the figure →"},
     "unconfirmed": {"zh": "未确认", "en": "Unconfirmed"},
     "cited": {"zh": "引用", "en": "cited"},
+    "stand_in": {"zh": "CPU 上的缩小版模型：看走势，不看速度", "en": "Scaled-down models on the CPU backend: the shape, not the speed"},
+    "same_in_every_row": {"zh": "每行相同", "en": "Same in every row"},
     "measured": {"zh": "实测", "en": "measured"},
     "source": {"zh": "来源", "en": "Source"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
@@ -132,10 +134,21 @@ def format_number(value, lang: str, digits: int | None = None) -> str:
         return TEXT["yes" if value else "no"][lang]
     if not isinstance(value, (int, float)):
         return str(value)
-    if digits is None:
-        digits = 0 if float(value).is_integer() else 2
+    if not math.isfinite(value):
+        raise SchemaError(f"{value!r} is not a number a page can print")
+    if digits is None:  # the site's one rule: three significant digits, thousands separated, no trailing zeros
+        return _format_decimal(value, math.copysign(1, value), "#,##0" + _optional_decimals(value), BABEL_LOCALE[lang])
     return _format_decimal(value, math.copysign(1, value), "#,##0" + ("." + "0" * digits if digits > 0 else ""),
                            BABEL_LOCALE[lang])
+
+
+def _optional_decimals(value: float) -> str:
+    """The pattern's optional decimals that keep three significant digits: 23,615 · 43.8 · 1.99 · 0.283 · 0.06."""
+    size = abs(value)
+    if size == 0 or float(value).is_integer() or size >= 100:
+        return ""
+    places = min(2 - math.floor(math.log10(size)), 6)
+    return "." + "#" * places
 
 
 @functools.lru_cache(maxsize=65536, typed=True)
@@ -566,10 +579,15 @@ class ClaimRenderer:
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
-        html_table, flagged = self._table_html(schema, frames, cols, labels, digits, tolerance)
+        html_table, flagged = "", 0
+        for group in self._like_with_like(dataset, frames):  # full-size models and the CPU stand-ins never share a table
+            part, part_flagged = self._table_html(schema, group, cols, labels, digits, tolerance)
+            html_table += part
+            flagged += part_flagged
         full = [schema.column(c) for c in schema.header]
         if columns and len(cols) < len(full):  # a compact view of the columns the text uses; all of them one click away
-            more, _ = self._table_html(schema, frames, full, labels, digits, tolerance)
+            more = "".join(self._table_html(schema, group, full, labels, digits, tolerance)[0]
+                           for group in self._like_with_like(dataset, frames))
             summary = {"zh": f"全部 {len(full)} 列", "en": f"All {len(full)} columns"}[self.lang]
             html_table += f'<details class="claim-full-table"><summary>{summary}</summary>{more}</details>'
         missing = self._saturated_note(schema, frames, claim_key)
@@ -613,12 +631,46 @@ class ClaimRenderer:
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
                 f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
 
+    def _like_with_like(self, dataset: str, frames) -> list[list[tuple[Environment, pd.DataFrame]]]:
+        """``frames`` as one group of full-size models and one of the CPU's scaled-down stand-ins (``tiny-*``),
+        whichever hold rows: a stand-in's figures show a curve's shape, never a speed to set beside a real model's."""
+        full, stand_in = [], []
+        for env_obj, rows in frames:
+            mask = _stand_in_rows(env_obj, dataset, rows)
+            if (~mask).any():
+                full.append((env_obj, rows[~mask]))
+            if mask.any():
+                stand_in.append((env_obj, rows[mask]))
+        return [g for g in (full, stand_in) if g]
+
+    @staticmethod
+    def _is_stand_in(dataset: str, group) -> bool:
+        return bool(group) and all(_stand_in_rows(e, dataset, rows).all() for e, rows in group)
+
     def _table_html(self, schema: DatasetSchema, frames, cols, labels: dict, digits: dict, tolerance) -> tuple[str, int]:
-        """The table of ``cols`` over every environment's rows, and how many rows carry a 未确认 mark."""
+        """The table of ``cols`` over every environment's rows, and how many rows carry a 未确认 mark. A column's
+        lowest and highest repeat (``X_min``, ``X_max``) print beside it in its cell; a column holding one value in
+        every row moves into the caption, so the table keeps what varies."""
+        records = [(env_obj, row) for env_obj, rows in frames for row in _records(rows)]
+        names = {c.name for c in cols}
+        spreads = {c.name: _spread_stem(c.name) for c in cols
+                   if {f"{_spread_stem(c.name)}_min", f"{_spread_stem(c.name)}_max"} <= names}
+        folded = {f"{stem}_{end}" for stem in spreads.values() for end in ("min", "max")}
+        constant = [c for c in cols if c.name not in folded and len(records) > 1
+                    and len({self._cell_text(c, row, digits, spreads) for _, row in records}) == 1]
+        if len(constant) >= len([c for c in cols if c.name not in folded]):
+            constant = []  # nothing varies: the table stays as it is
+        caption = ""
+        if self._is_stand_in(schema.name, frames):
+            caption += f'<p class="claim-table-caption claim-stand-in">{html.escape(t("stand_in", self.lang))}</p>'
+        if constant:
+            same = " · ".join(f"{self._heading(c, labels)}: {self._cell_text(c, records[0][1], digits, spreads)}"
+                              for c in constant)
+            caption += (f'<p class="claim-table-caption">{html.escape(t("same_in_every_row", self.lang))}: '
+                        f"{html.escape(same)}</p>")
+        cols = [c for c in cols if c.name not in folded and c not in constant]
         head = "".join(
-            f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">'
-            f"{html.escape(labels.get(c.name) or column_label(c.name, self.lang))}"
-            f"{' (' + html.escape(unit_label(c.unit, self.lang, heading=True)) + ')' if c.unit else ''}</th>"
+            f'<th title="{title_attr_value(c.name + (": " + c.doc if c.doc else ""))}">{html.escape(self._heading(c, labels))}</th>'
             for c in cols
         )
         body, flagged = [], 0
@@ -626,16 +678,30 @@ class ClaimRenderer:
             src = self._source_link(env_obj, schema.name) + (self.badge("cited") if env_obj.cited else "")
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
             for row in _records(rows):
-                cells = "".join(
-                    f"<td>{'' if pd.isna(row[c.name]) else html.escape(self._cell(c.name, row[c.name], digits.get(c.name)))}</td>"
-                    for c in cols
-                )
+                cells = "".join(_td(self._cell_text(c, row, digits, spreads)) for c in cols)
                 reasons = self.row_reasons(schema, row, tolerance) + self._row_disagreement(env_obj, schema, row)
                 guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
                 flagged += bool(reasons)
                 body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
-        return (f'<div class="claim-table"><table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
+        return (f'<div class="claim-table">{caption}<table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
                 f"<tbody>{''.join(body)}</tbody></table></div>", flagged)
+
+    def _heading(self, column, labels: dict) -> str:
+        return (labels.get(column.name) or column_label(column.name, self.lang)) + (
+            f" ({unit_label(column.unit, self.lang, heading=True)})" if column.unit else "")
+
+    def _cell_text(self, column, row: dict, digits: dict, spreads: dict) -> str:
+        """One cell as printed: empty for no value; with its lowest–highest repeat where the table has them."""
+        value = row[column.name]
+        if pd.isna(value):
+            return ""
+        text = self._cell(column.name, value, digits.get(column.name))
+        if column.name in spreads:
+            low, high = row[f"{spreads[column.name]}_min"], row[f"{spreads[column.name]}_max"]
+            if not (pd.isna(low) or pd.isna(high)) and low != high:
+                text += (f" ({self._cell(column.name, low, digits.get(column.name))}–"
+                         f"{self._cell(column.name, high, digits.get(column.name))})")
+        return text
 
     def chart(
         self,
@@ -677,6 +743,17 @@ class ClaimRenderer:
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+        groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share an axis
+        html_out = "".join(
+            self._figure(dataset, schema, group, x, y, color=color, kind=kind, log_x=log_x, log_y=log_y, labels=labels,
+                         spread=spread, title=t("stand_in", self.lang) if self._is_stand_in(dataset, group) else title,
+                         div_id="chart-" + _stable_id(self.page, claim_key, *(["stand-in"] if i else []))) for i, group in enumerate(groups))
+        return html_out + self._saturated_note(schema, frames, claim_key)
+
+    def _figure(self, dataset: str, schema: DatasetSchema, frames, x: str, y: str, *, color, kind: str, log_x: bool,
+                log_y: bool, labels: dict, spread, title: str, div_id: str) -> str:
+        """One plotly figure of ``frames``, with its source links."""
+        xcol, ycol = schema.column(x), schema.column(y)
         traces = []
         # One series never mixes models: with a model column, each (environment, model) pair is its own series.
         by_model = "model" in schema.by_column and color != "model"
@@ -689,7 +766,7 @@ class ClaimRenderer:
                 model = values[-1] if by_model else None
                 part = part.sort_values(x)
                 name = " · ".join(str(v) for v in (env_obj.label(self.lang), model_label(model, self.lang) if model else None,
-                                                  value_label(color_value, self.lang)) if v is not None)
+                                                  self._series_value(color, color_value, labels)) if v is not None)
                 if env_obj.cited:
                     name += f" ({t('cited', self.lang)})"
                 trace = {
@@ -710,7 +787,8 @@ class ClaimRenderer:
         def axis(col, log, category=False):
             text = (labels.get(col.name) or column_label(col.name, self.lang)) + (
                 f" ({unit_label(col.unit, self.lang, heading=True)})" if col.unit else "")
-            return {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
+            found = {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
+            return found if category else found | self._ticks(col, [v for _, rows in frames for v in rows[col.name]])
 
         figure = {
             "data": traces,
@@ -724,7 +802,6 @@ class ClaimRenderer:
                 "height": 380,
             },
         }
-        div_id = "chart-" + _stable_id(self.page, claim_key)
         # No "<" at all inside the <script>: neither "</script>" nor "<!--" can end or swallow it.
         payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
@@ -732,8 +809,27 @@ class ClaimRenderer:
             f'<div class="claim-chart" id="{div_id}"></div>'
             f'<script type="application/json" data-chart-for="{div_id}">{payload}</script>'
             f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
-            + self._saturated_note(schema, frames, claim_key)
         )
+
+    def _series_value(self, color: str | None, value, labels: dict) -> str | None:
+        """A legend entry's condition in words: a bare number says which column it is ("in flight 16")."""
+        if color is None:
+            return None
+        shown = value_label(value, self.lang)
+        if isinstance(shown, (int, float)) and not isinstance(shown, bool) or hasattr(shown, "item"):
+            return f"{labels.get(color) or column_label(color, self.lang)} {format_number(shown, self.lang)}"
+        return str(shown)
+
+    def _ticks(self, column, values) -> dict:
+        """Ticks a reader can read: an axis of a few measured settings (concurrency, batch size) is labelled at
+        exactly those values, printed by the site's number rule; any other numeric axis gets three significant
+        digits with separators, whole numbers only on a whole-number column."""
+        numbers = sorted({float(v) for v in values if isinstance(v, (int, float)) and not pd.isna(v)})
+        if column.dtype == "int" and 0 < len(numbers) <= 12:
+            return {"tickmode": "array", "tickvals": [_json_value(v) for v in numbers],
+                    "ticktext": [format_number(v, self.lang) for v in numbers], "hoverformat": ",d"}
+        return {"tickformat": ",d" if column.dtype == "int" else ",.3~r",
+                "hoverformat": ",d" if column.dtype == "int" else ",.3~r"}
 
     @staticmethod
     def _error_bars(dataset: str, env_obj, part, y: str, low: str, high: str) -> dict:
@@ -845,6 +941,27 @@ PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
 def _release_order(version) -> tuple:
     """0.8.5.post2 < 0.10.2 < 0.14.0: releases compare by their numbers, not as text."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+-]", str(version)))
+
+
+def _td(text: str) -> str:
+    """A table cell; one with a long unbroken run (a URL, a path, a flag) may break anywhere, so it never widens the
+    table beyond the article, while names and numbers break only between words."""
+    long_run = any(len(word) > 24 for word in text.split())
+    return f'<td class="claim-long">{html.escape(text)}</td>' if long_run else f"<td>{html.escape(text)}</td>"
+
+
+def _spread_stem(column: str) -> str:
+    """The name a column's lowest and highest repeat are stored under: ``tokens_per_s_min`` for ``tokens_per_s``,
+    ``base_min`` for ``base_value``."""
+    return column[: -len("_value")] if column.endswith("_value") else column
+
+
+def _stand_in_rows(env_obj: Environment, dataset: str, rows: pd.DataFrame) -> pd.Series:
+    """Which rows come from a CPU stand-in (``tiny-*``): by the row's model, or else by the dataset's servers."""
+    if "model" in rows.columns:
+        return rows["model"].astype(str).str.startswith("tiny-")
+    models = [s.get("model") or "" for s in env_obj.servers_for(dataset)]
+    return pd.Series(bool(models) and all(m.startswith("tiny-") for m in models), index=rows.index)
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
