@@ -4,6 +4,7 @@ search in both languages, every page without errors and within 1280 px; hostile 
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -244,3 +245,62 @@ def test_hostile_data_renders_as_text_and_runs_no_script(hostile_site, path):
         assert "\uff1cimg src=x" in legend  # Plotly shows look-alike brackets: no markup of its own either
         browser.close()
     assert dialogs == []
+
+
+# The English a zh page may keep: product and tool names, API vocabulary that vLLM's own docs use untranslated, and
+# names of modes and experiments. Code, flags, model names, environment ids, quoted server answers ([translate=no]),
+# links to English sources and the references page are skipped; acronyms (TTFT, HTTP) and hyphenated or numbered
+# names (flags, models) pass as they are.
+ZH_KEEPS_ENGLISH = frozenset("""
+    vLLM Qwen GuideLLM AIPerf OpenAI PyPI PyTorch Python Triton FlashInfer Inductor Dynamo Pillow Ghostscript
+    PostScript Prometheus Transformer DeepSeek RMSNorm NVLink LoRA MoE GiB MiB Ada Toss Infra Shoeybi Reranker
+    token tokens tok prefill eager dummy float base chat auto rerank localhost bench serve vllm torch torchvision
+    yarl urllib aiohttp uvloop transformers datasets dash optuna textual pyzmq wheel metrics health invocations
+    tokenize models completions version choices assistant usage adapter lora ngram graph compile profiling kernel
+    multicast custom placeable hostname parsers secret redirect url file image video prompt encoding format
+    rank cpu hidden head dim req data requests streamed flat out paced worker load internal mode speculative
+    decoding fidelity loadgens digits yes etc false parse PCIe GbE
+""".split())
+
+
+def latin_words_outside_the_allow_list(texts: list[str]) -> set[str]:
+    words = set()
+    for text in texts:
+        for word in re.findall(r"[A-Za-z][A-Za-z0-9'-]*", text):
+            word = word.strip("'-")
+            if len(word) < 3 or word in ZH_KEEPS_ENGLISH or re.search(r"[-0-9]", word) or word.isupper():
+                continue
+            words.add(word)
+    return words
+
+
+def test_zh_pages_are_chinese_apart_from_the_names_a_reader_keeps(served_site):
+    """Every visible text node of every zh page: no English word outside the allow-list (tables, captions, badges,
+    answers, the open-claims page included)."""
+    from playwright.sync_api import sync_playwright
+
+    url, site = served_site
+    pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html")
+                   if not p.relative_to(site).as_posix().startswith(("en/", "assets/", "references/")))
+    walk = """() => {
+        const texts = [], walker = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);
+        while (walker.nextNode()) {
+            const el = walker.currentNode.parentElement;
+            if (el.closest('code, pre, kbd, script, style, .claim-chart, .claim-src, [translate=no], a[href^="http"]'))
+                continue;
+            texts.push(walker.currentNode.textContent);
+        }
+        return texts;
+    }"""
+    found = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page()
+        for rel in pages:
+            page.goto(f"{url}/{rel}/" if rel != "." else url + "/")
+            english = latin_words_outside_the_allow_list(page.evaluate(walk))
+            if english:
+                found[rel] = sorted(english)
+        browser.close()
+    assert "pooling" in pages and "unconfirmed" in pages
+    assert found == {}, found

@@ -15,7 +15,7 @@ def test_measured_value_has_number_provenance_and_data_link(store):
     html = r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B",
                    batch_size=4, encoding_format="float", digits=0)
     assert "12,346 tok/s" in html
-    assert "claim-measured" in html and "vLLM 0.32.0" in html and "weights: dummy" in html
+    assert "claim-measured" in html and "vLLM 0.32.0" in html and "dummy weights" in html and "default mode" in html
     assert 'href="../data/fixture-cpu/pooling.embedding_throughput.csv"' in html
     assert r.claims[-1].status == "measured"
 
@@ -222,7 +222,9 @@ def test_figures_of_one_quantity_that_disagree_render_unconfirmed_naming_both(fi
     r = render(_with_roofline(fixture_root, 12345.6 * 1.5))
     html = _throughput_at_4(r)
     assert "Unconfirmed" in html and r.claims[-1].status == "unconfirmed"
-    assert "pooling_limits.roofline 18,518" in html and "pooling.embedding_throughput 12,346" in html
+    # named as a reader knows them: by title, not by id
+    assert "“How far embeddings are from the compute ceiling, and where the time goes” 18,518" in html
+    assert "“Embedding throughput vs batch size” 12,346" in html and "pooling_limits.roofline" not in html
     # the roofline's own figure is marked too: neither is known to be the right one
     r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4)
     assert r.claims[-1].status == "unconfirmed"
@@ -302,11 +304,15 @@ def test_a_table_keeps_full_size_and_stand_in_rows_apart_and_folds_what_never_va
                                      "all-MiniLM-L6-v2,real,4,float,20.0,3000.0,6.0,3,1,0.2\n")
     html = render(make_store(fixture_root)).table("pooling.embedding_throughput", env="fixture-cpu")
     full, stand_in = html.split('<div class="claim-table">')[1:]
+    def shown(part):  # what the page shows, not its tooltips (the source link's names every server of the env)
+        return re.sub(r' title="[^"]*"', "", part)
+
+    full, stand_in = shown(full), shown(stand_in)
     assert "all-MiniLM-L6-v2" in full and "tiny Qwen3" not in full and "the shape, not the speed" not in full
     assert "tiny Qwen3" in stand_in and "all-MiniLM" not in stand_in
     assert "the shape, not the speed" in stand_in.split("<table>")[0]  # the stand-in table's caption
     # one model, one weights mode: said once above the table, not in every row
-    assert "Same in every row: model: all-MiniLM-L6-v2 · weights: real" in full.split("<table>")[0]
+    assert "Same in every row: model all-MiniLM-L6-v2 · weights real" in full.split("<table>")[0]
     assert "<th" not in full.split("<table>")[0] and ">model<" not in full
 
 
@@ -359,7 +365,7 @@ def test_a_table_of_chosen_columns_keeps_the_full_table_one_click_away(store):
 def test_a_table_row_whose_figure_disagrees_with_another_dataset_is_marked(fixture_root):
     html = render(_with_roofline(fixture_root, 12345.6 * 1.5)).table("pooling.embedding_throughput")
     row = next(r for r in html.split("<tr")[1:] if ">12,346<" in r)
-    assert "claim-unconfirmed" in row and "pooling_limits.roofline" in row
+    assert "claim-unconfirmed" in row and "How far embeddings are from the compute ceiling" in row
     agreeing = render(_with_roofline(fixture_root, 12345.6)).table("pooling.embedding_throughput")
     assert "pooling_limits.roofline" not in agreeing
 

@@ -47,6 +47,12 @@ TEXT = {
     "cited": {"zh": "引用", "en": "cited"},
     "stand_in": {"zh": "CPU 上的缩小版模型：看走势，不看速度", "en": "Scaled-down models on the CPU backend: the shape, not the speed"},
     "same_in_every_row": {"zh": "每行相同", "en": "Same in every row"},
+    "eager_mode": {"zh": "eager 模式", "en": "eager mode"},
+    "default_mode": {"zh": "默认模式", "en": "default mode"},
+    "weights_dummy": {"zh": "虚拟权重", "en": "dummy weights"},
+    "weights_real": {"zh": "真实权重", "en": "real weights"},
+    "revision": {"zh": "代码版本", "en": "rev"},
+    "conditions": {"zh": "条件", "en": "conditions"},
     "measured": {"zh": "实测", "en": "measured"},
     "source": {"zh": "来源", "en": "Source"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
@@ -125,6 +131,8 @@ class Claim:
     status: str  # one of STATUSES
     dataset: str = ""
     detail: str = ""
+    text: str = field(default="", compare=False)  # what the claim says, in the page's language (no ids)
+    names: tuple[str, ...] = field(default=(), compare=False)  # verbatim names inside ``text`` (servers, models)
 
 
 def format_number(value, lang: str, digits: int | None = None) -> str:
@@ -194,6 +202,7 @@ class ClaimRenderer:
     data_url: str = "data/"  # URL of the data root relative to the page
     claims: list[Claim] = field(default_factory=list)
     numbers: dict[str, float | None] = field(default_factory=dict)  # value key → its number, for compare()
+    texts: dict[str, str] = field(default_factory=dict)  # value key → the claim in words, for compare()'s own claim
 
     # ---- helpers -------------------------------------------------------------------------
     def _remember(self, key: str, number) -> None:
@@ -215,21 +224,41 @@ class ClaimRenderer:
 
     def provenance_text(self, env: Environment, dataset: str) -> str:
         prov = env.provenance
-        if env.cited:
+        if env.cited:  # the label says, in the reader's language, whose hardware the figure comes from
             c = prov["citation"]
-            return f"{t('cited', self.lang)}: {c.get('title', '')} ({c.get('date', '')}; {c.get('hardware', '')})"
+            return " · ".join(x for x in (env.label(self.lang), c.get("title", ""), c.get("date", "")) if x)
         ds = env.dataset_provenance(dataset)
         sw = ds.get("software") or prov.get("software", {})  # per dataset since runs may differ
         servers = env.servers_for(dataset)
-        models = ", ".join(sorted({f"{s.get('model', '?')} ({t('weights', self.lang)}: {s.get('weights', '?')})" for s in servers}))
+        models = ", ".join(sorted({f"{model_label(s.get('model', '?'), self.lang)} ({self._weights_words(s.get('weights'))})"
+                                   for s in servers}))
+        modes = sorted({TEXT["eager_mode" if "--enforce-eager" in s["command"] else "default_mode"][self.lang]
+                        for s in servers if isinstance(s.get("command"), list)})
         parts = [
             env.label(self.lang),
             f"vLLM {sw.get('vllm', '?')}" + (f", torch {sw['torch']}" if sw.get("torch") else ""),
             models,
+            "/".join(modes),
             ds.get("date", prov.get("date", "")),
-            f"rev {short_revision(ds.get('code_revision', prov.get('code_revision', '')))}",
+            f"{t('revision', self.lang)} {short_revision(ds.get('code_revision', prov.get('code_revision', '')))}",
         ]
         return " · ".join(p for p in parts if p)
+
+    def _value_text(self, schema: DatasetSchema, column: str, where: dict, env: Environment | None) -> str:
+        """A value's claim in words, for the open-claims page: dataset, quantity, conditions and where measured."""
+        text = f"{schema.title.get(self.lang) or schema.name} · {column_label(column, self.lang)}"
+        conditions = self._conditions_text(where)
+        return text + (f" ({conditions})" if conditions else "") + (f" · {env.label(self.lang)}" if env else "")
+
+    def _weights_words(self, weights: str | None) -> str:
+        return TEXT.get(f"weights_{weights}", {}).get(self.lang) or f"{t('weights', self.lang)}: {weights or '?'}"
+
+    def _conditions_text(self, where: dict) -> str:
+        """The row a figure was read from, in words: its workload and settings as the page selected them."""
+        shown = [f"{column_label(k, self.lang)} {format_number(value_label(v, self.lang), self.lang)}"
+                 for k, v in where.items() if not isinstance(v, (list, tuple, set))]
+        colon, comma = ("：", "，") if self.lang == "zh" else (": ", ", ")
+        return f"{t('conditions', self.lang)}{colon}" + comma.join(shown) if shown else ""
 
     def _source_link(self, env: Environment, dataset: str) -> str:
         href = f"{self.data_url}{env.name}/{dataset}.csv"
@@ -323,7 +352,9 @@ class ClaimRenderer:
             reason = "; ".join(reasons)
             saturated = bool(reason)
             self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
-                         detail=reason or candidate.name)
+                         detail=reason or candidate.name, text=self._value_text(schema, column, where, candidate),
+                         names=_verbatim_names(where))
+            self.texts[claim_key] = self._value_text(schema, column, where, None)
             self._remember(claim_key, number)
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
@@ -332,16 +363,20 @@ class ClaimRenderer:
             if show_range and not spread:
                 raise UnknownName(f"{self.page}: show_range=True but {dataset} records no range of {column} in "
                                   f"{candidate.name} ({column}_min/_max)")
-            title = self.provenance_text(candidate, dataset) + "".join(f" · {x}" for x in (spread, note) if x)
+            title = self.provenance_text(candidate, dataset) + "".join(
+                f" · {x}" for x in (self._conditions_text(where), spread, note) if x)
             shown_range = f'<span class="claim-range"> ({html.escape(spread)})</span>' if show_range else ""
+            verbatim = ' translate="no"' if column in VERBATIM_COLUMNS and isinstance(raw, str) else ""
             return (
-                f'<span class="claim-value {css}" title="{title_attr_value(title)}">'
+                f'<span class="claim-value {css}"{verbatim} title="{title_attr_value(title)}">'
                 f"{html.escape(text)}</span>{shown_range}{cited_mark}{guard}{self._source_link(candidate, dataset)}"
             )
         self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
         note = self._dummy_note(dataset)
-        self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note)
+        self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note,
+                     text=self._value_text(schema, column, where, None), names=_verbatim_names(where))
         self.numbers[claim_key] = None
+        self.texts[claim_key] = self._value_text(schema, column, where, None)
         return self.badge("not_measured", note or f"{dataset}: {column}")
 
     def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
@@ -376,8 +411,8 @@ class ClaimRenderer:
                 return self.badge("not_measured", key)
             raise EmptySelection(f"{self.page}: agreement({quantity!r}, env={env!r}, {group}): fewer than two datasets "
                                  "of that environment hold this figure; nothing to compare")
-        self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
-                     dataset=verdict.readings[0].dataset, detail=verdict.describe())
+        readings = ", ".join(f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang, 0)}"
+                             for r in verdict.readings)
         # A dataset that repeats another's row (the prefill table's embeddings row) is one measurement, not two.
         distinct = list(dict.fromkeys((r.value, r.low, r.high) for r in verdict.readings))
         figures = "; ".join(f"{format_number(v, self.lang, 0)} ({format_number(lo, self.lang, 0)}–"
@@ -385,7 +420,10 @@ class ClaimRenderer:
                             for v, lo, hi in distinct)
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
             count=len(distinct), spread=f"{verdict.spread:.0%}", figures=figures)
-        return f'<span class="claim-agreement" title="{title_attr_value(verdict.describe())}">{html.escape(text)}</span>'
+        self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
+                     dataset=verdict.readings[0].dataset, detail=text,
+                     text=f"{self._quantity_words(verdict.quantity)}: {readings}")
+        return f'<span class="claim-agreement" title="{title_attr_value(readings)}">{html.escape(text)}</span>'
 
     def _agreement(self, env: str, dataset: str, column: str, row, differs: str | None) -> tuple[list[str], str]:
         """(reasons this figure is 未确认, a note for its tooltip) from the figures of the same quantity."""
@@ -418,9 +456,17 @@ class ClaimRenderer:
         return reasons
 
     def _disagreement(self, verdict) -> str:
-        figures = ", ".join(f"{r.dataset} {format_number(r.value, self.lang, 0)}" for r in verdict.readings)
-        return t("inconsistent", self.lang).format(quantity=verdict.quantity.name, figures=figures,
+        figures = ", ".join(f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang, 0)}"
+                            for r in verdict.readings)
+        return t("inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity), figures=figures,
                                                    spread=f"{verdict.spread:.0%}")
+
+    def _dataset_words(self, dataset: str) -> str:
+        """A dataset as a reader knows it: its title in the page's language (the id stays in the CSV link)."""
+        return f"“{self.store.schema(dataset).title.get(self.lang) or dataset}”"
+
+    def _quantity_words(self, quantity) -> str:
+        return column_label(quantity.members[0].column, self.lang)
 
     @property
     def consistency(self) -> Consistency:
@@ -439,9 +485,10 @@ class ClaimRenderer:
                                   " earlier on this page (give the value key=...)")
         a, b = self.numbers[left], self.numbers[right]
         key = f"compare:{left}{relation}{right}"
+        words = f"{self.texts.get(left, left)} {relation} {self.texts.get(right, right)}"
         if a is None or b is None:
-            self._record(key=key, kind="compare", status="not_measured", detail=f"{left} {relation} {right}")
-            return self.badge("not_measured", f"{left} {relation} {right}") if show else ""
+            self._record(key=key, kind="compare", status="not_measured", detail=words, text=words)
+            return self.badge("not_measured", words) if show else ""
         if b == 0:
             raise SchemaError(f"{self.page}: compare({left!r}, {relation!r}, {right!r}): {right} is 0")
         ratio = a / b
@@ -449,11 +496,12 @@ class ClaimRenderer:
         if not holds(ratio):
             raise SchemaError(f"{self.page}: the text says {left} ({a:g}) is {meaning} {right} ({b:g}), but the ratio is"
                               f" {ratio:.3g}; rewrite the sentence or re-check the data")
-        self._record(key=key, kind="compare", status="measured", detail=f"{ratio:.3g}")
+        self._record(key=key, kind="compare", status="measured", detail=f"{ratio:.3g}", text=words)
         if not show:
             return ""
         unit = " 倍" if self.lang == "zh" else "×"
-        return (f'<span class="claim-value claim-compare" title="{title_attr_value(f"{left} / {right}")}">'
+        ratio_of = f"{self.texts.get(left, left)} / {self.texts.get(right, right)}"
+        return (f'<span class="claim-value claim-compare" title="{title_attr_value(ratio_of)}">'
                 f"{html.escape(format_number(ratio, self.lang, digits))}{unit}</span>")
 
     def _fail_if_published(self, dataset: str, envs: list[Environment], what: str, missing_ok: bool) -> None:
@@ -624,7 +672,8 @@ class ClaimRenderer:
         for label in dict.fromkeys(data[rows]):
             cells = "".join(
                 "<td>—</td>" if (label, v) not in lookup or pd.isna(lookup[(label, v)])
-                else f"<td>{html.escape(self._cell(cell, lookup[(label, v)], None))}</td>" for v in heads)
+                else _td(self._cell(cell, lookup[(label, v)], None), verbatim=True)  # outcomes quote the server
+                for v in heads)
             body.append(f"<tr><th>{html.escape(str(value_label(label, self.lang)))}</th>{cells}</tr>")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
         return (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
@@ -664,9 +713,10 @@ class ClaimRenderer:
         if self._is_stand_in(schema.name, frames):
             caption += f'<p class="claim-table-caption claim-stand-in">{html.escape(t("stand_in", self.lang))}</p>'
         if constant:
-            same = " · ".join(f"{self._heading(c, labels)}: {self._cell_text(c, records[0][1], digits, spreads)}"
+            same = " · ".join(f"{self._heading(c, labels)} {self._cell_text(c, records[0][1], digits, spreads)}"
                               for c in constant)
-            caption += (f'<p class="claim-table-caption">{html.escape(t("same_in_every_row", self.lang))}: '
+            colon = "：" if self.lang == "zh" else ": "
+            caption += (f'<p class="claim-table-caption">{html.escape(t("same_in_every_row", self.lang))}{colon}'
                         f"{html.escape(same)}</p>")
         cols = [c for c in cols if c.name not in folded and c not in constant]
         head = "".join(
@@ -678,7 +728,8 @@ class ClaimRenderer:
             src = self._source_link(env_obj, schema.name) + (self.badge("cited") if env_obj.cited else "")
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
             for row in _records(rows):
-                cells = "".join(_td(self._cell_text(c, row, digits, spreads)) for c in cols)
+                cells = "".join(_td(self._cell_text(c, row, digits, spreads), verbatim=c.name in VERBATIM_COLUMNS)
+                                for c in cols)
                 reasons = self.row_reasons(schema, row, tolerance) + self._row_disagreement(env_obj, schema, row)
                 guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
                 flagged += bool(reasons)
@@ -799,6 +850,7 @@ class ClaimRenderer:
                 "yaxis": axis(ycol, log_y),
                 "margin": {"t": 48 if title else 16, "r": 16},
                 "legend": {"orientation": "h", "y": -0.25},
+                "showlegend": True,  # a lone series still says what it is (Plotly hides a one-trace legend)
                 "height": 380,
             },
         }
@@ -943,11 +995,23 @@ def _release_order(version) -> tuple:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+-]", str(version)))
 
 
-def _td(text: str) -> str:
+# Columns whose text is shown as the server, the tool or the command wrote it (names, commands, error messages):
+# marked translate="no", the one kind of English a zh page keeps besides product names, flags and code.
+VERBATIM_COLUMNS = frozenset({"answer", "bench_command", "command", "device", "endpoint", "error", "model", "path",
+                              "paths_requested", "server", "torch", "version", "vllm_version", "kv_cache_dtype", "target",
+                              "url_libraries", "fetched"})
+
+
+def _verbatim_names(where: dict) -> tuple[str, ...]:
+    return tuple(str(v) for k, v in where.items() if k in VERBATIM_COLUMNS and isinstance(v, str))
+
+
+def _td(text: str, verbatim: bool = False) -> str:
     """A table cell; one with a long unbroken run (a URL, a path, a flag) may break anywhere, so it never widens the
     table beyond the article, while names and numbers break only between words."""
     long_run = any(len(word) > 24 for word in text.split())
-    return f'<td class="claim-long">{html.escape(text)}</td>' if long_run else f"<td>{html.escape(text)}</td>"
+    attrs = (' class="claim-long"' if long_run else "") + (' translate="no"' if verbatim else "")
+    return f"<td{attrs}>{html.escape(text)}</td>"
 
 
 def _spread_stem(column: str) -> str:

@@ -289,6 +289,8 @@ VALUE_ZH = {
     "count only": "只限数量", "model's own": "模型自带", "image 0": "图像数为 0", "size hints": "尺寸提示", "PNG (control)": "PNG（对照）",
     # parallelism, pooling
     "shared memory (CPU backend, one host)": "共享内存（CPU 后端，单机）", "not stated": "未说明", "prefill": "prefill",
+    "dummy": "虚拟", "real": "真实", "not called: changes server state": "未调用：会改变服务器状态",
+    "colour": "颜色", "digits": "数字", "single": "不并行", "ours": "本站", "harness": "本站的客户端", "pinned": "固定到一个引擎", "round-robin": "轮询", "generative model of the series' part 2": "本系列第 2 篇的生成模型",
     # security
     "a path that does not exist": "不存在的路径", "a system file": "系统文件", "a system folder": "系统目录",
     "the server's working folder": "服务器的工作目录", "--allowed-local-media-path set": "设置了 --allowed-local-media-path",

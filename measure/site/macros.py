@@ -5,7 +5,9 @@ Pages may call: value, table, chart, matrix, unconfirmed, not_measured, compare,
 
 from __future__ import annotations
 
+import functools
 import html
+from pathlib import Path
 
 from measure.site import stash
 from measure.site.claims import MACROS, TEXT, ClaimRenderer
@@ -74,6 +76,7 @@ def define_env(env):
         lang = page_lang(env.page.file.src_uri)
         words = STATUS_TEXT[lang]
         rows = [c for c in open_claims(scan_pages(store=store)) if page_lang(c.page) == lang]
+        docs_dir = Path(env.conf["docs_dir"])
         if not rows:
             return f"<p>{words['none']}</p>"
         body = []
@@ -81,10 +84,10 @@ def define_env(env):
             target = page_base(c.page)
             href = data_url_for(env.page.url, lang)[: -len("data/")] + ("" if target == "index" else target + "/")
             body.append(
-                f'<tr><td><a href="{html.escape(href)}">{html.escape(target)}</a></td>'
-                f"<td><code>{html.escape(c.key)}</code></td>"
+                f'<tr><td><a href="{html.escape(href)}">{html.escape(page_title(docs_dir, c.page))}</a></td>'
+                f'<td data-claim="{html.escape(c.key)}">{marked_names(claim_words(c, store, lang), c.names)}</td>'
                 f'<td><span class="claim-badge claim-{c.status.replace("_", "-")}">{TEXT[c.status][lang]}</span></td>'
-                f"<td>{html.escape(c.detail)}</td></tr>"
+                f"<td>{html.escape(c.detail if c.detail != claim_words(c, store, lang) else '')}</td></tr>"
             )
         head = "".join(f"<th>{words[k]}</th>" for k in ("page", "claim", "status", "detail"))
         return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
@@ -93,6 +96,37 @@ def define_env(env):
     def reproduce(*experiments: str) -> str:
         """A box with the exact commands that re-measure this page's experiments."""
         return reproduce_box(store, page_lang(env.page.file.src_uri), experiments)
+
+
+@functools.lru_cache(maxsize=256)
+def page_title(docs_dir: Path, page: str) -> str:
+    """A page's own title (its first '# ' heading), as the reader sees it in the nav."""
+    text = (docs_dir / page).read_text(encoding="utf-8")
+    if text.startswith("---\n"):  # YAML front matter: its comments start with '# ' too
+        text = text.split("\n---\n", 1)[-1]
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return page
+
+
+def marked_names(text: str, names: tuple[str, ...]) -> str:
+    """``text`` escaped, its verbatim names (a server's label, a model) marked translate="no"."""
+    out = html.escape(text)
+    for name in sorted(set(names), key=len, reverse=True):
+        escaped = html.escape(name)
+        out = out.replace(escaped, f'<span translate="no">{escaped}</span>')
+    return out
+
+
+def claim_words(claim, store, lang: str) -> str:
+    """What an open claim says, in the page's language: its own text, else its dataset's title, else its detail
+    (the key stays in the markup, for contributors, and in `nox -s claims`)."""
+    if claim.text:
+        return claim.text
+    if claim.dataset:
+        return store.schema(claim.dataset).title.get(lang) or claim.dataset
+    return claim.detail
 
 
 def reproduce_box(store, lang: str, experiments: tuple[str, ...]) -> str:
