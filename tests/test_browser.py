@@ -304,3 +304,40 @@ def test_zh_pages_are_chinese_apart_from_the_names_a_reader_keeps(served_site):
         browser.close()
     assert "pooling" in pages and "unconfirmed" in pages
     assert found == {}, found
+
+
+def test_every_topic_page_opens_with_its_answers_and_shows_no_entity_and_no_mixed_chart(served_site):
+    """Both languages: each topic page's first block is "本页回答 / This page answers"; no text or tooltip shows a
+    literal HTML entity; no chart draws a CPU stand-in (tiny model) beside a full-size one."""
+    from playwright.sync_api import sync_playwright
+
+    from measure.site.facts import topics
+
+    url, _ = served_site
+    names = [t.name.replace("_", "-") for t in topics().values() if t.has_page]
+    assert len(names) >= 8
+    look = """() => {
+        const first = document.querySelector('article h1 + *');
+        const texts = [...document.querySelectorAll('article *')].flatMap(e =>
+            [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent));
+        // Material's tooltips insert a title as HTML: what the reader sees is the title parsed once
+        const tips = [...document.querySelectorAll('article [title]')].map(e => {
+            const d = document.createElement('div'); d.innerHTML = e.getAttribute('title'); return d.textContent; });
+        const charts = [...document.querySelectorAll('script[data-chart-for]')].map(s =>
+            JSON.parse(s.textContent).data.map(t => /tiny |缩小版/.test(t.name)));
+        return {answersFirst: !!first && first.classList.contains('page-answers'),
+                entities: [...texts, ...tips].filter(t => /&(#x?[0-9a-f]+|amp|lt|gt|quot);/i.test(t)).slice(0, 3),
+                mixed: charts.filter(flags => flags.some(Boolean) && !flags.every(Boolean)).length};
+    }"""
+    problems = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page()
+        for lang_prefix in ("", "en/"):
+            for name in names:
+                page.goto(f"{url}/{lang_prefix}{name}/")
+                found = page.evaluate(look)
+                if not found["answersFirst"] or found["entities"] or found["mixed"]:
+                    problems[lang_prefix + name] = found
+        browser.close()
+    assert problems == {}, problems
