@@ -12,7 +12,6 @@ import sys
 
 def main(mib: int, min_seconds: float = 2.0) -> dict:
     import torch
-
     from device_timing import repeat_for
 
     cuda = torch.cuda.is_available()

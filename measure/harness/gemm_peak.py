@@ -11,7 +11,6 @@ import sys
 
 def main(side: int, min_seconds: float = 2.0) -> dict:
     import torch
-
     from device_timing import repeat_for
 
     cuda = torch.cuda.is_available()

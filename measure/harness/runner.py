@@ -18,8 +18,15 @@ from measure.experiment import STARTUP, Experiment, get
 from measure.harness import attach as attaching
 from measure.harness import provenance as prov
 from measure.harness import server as srv
-from measure.harness.context import (AttachedPool, RunContext, ServerPool, colocated_group, console, shares_device,
-                                     shared_memory_args)
+from measure.harness.context import (
+    AttachedPool,
+    RunContext,
+    ServerPool,
+    colocated_group,
+    console,
+    shared_memory_args,
+    shares_device,
+)
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root

@@ -18,6 +18,7 @@ import hashlib
 import html
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 
@@ -244,11 +245,11 @@ class ClaimRenderer:
         ]
         return " · ".join(p for p in parts if p)
 
-    def _value_text(self, schema: DatasetSchema, column: str, where: dict, env: Environment | None) -> str:
-        """A value's claim in words, for the open-claims page: dataset, quantity, conditions and where measured."""
+    def _value_text(self, schema: DatasetSchema, column: str, where: dict) -> str:
+        """A value's claim in words, for the open-claims page and compare(): dataset, quantity and conditions."""
         text = f"{schema.title.get(self.lang) or schema.name} · {column_label(column, self.lang)}"
         conditions = self._conditions_text(where)
-        return text + (f" ({conditions})" if conditions else "") + (f" · {env.label(self.lang)}" if env else "")
+        return text + (f" ({conditions})" if conditions else "")
 
     def _weights_words(self, weights: str | None) -> str:
         return TEXT.get(f"weights_{weights}", {}).get(self.lang) or f"{t('weights', self.lang)}: {weights or '?'}"
@@ -324,6 +325,7 @@ class ClaimRenderer:
             schema.column(name)
         self._check_tolerance(schema, tolerance)
         claim_key = key or f"{dataset}:{column}" + "".join(f"[{k}={v}]" for k, v in sorted(where.items()))
+        self.texts[claim_key] = words = self._value_text(schema, column, where)
         envs = self.store.sources(dataset, env=env, cited=(source == "cited"))
         self._check_selector_values(dataset, where, missing_ok)
         for candidate in envs:
@@ -352,9 +354,8 @@ class ClaimRenderer:
             reason = "; ".join(reasons)
             saturated = bool(reason)
             self._record(key=claim_key, kind="value", status="unconfirmed" if saturated else status, dataset=dataset,
-                         detail=reason or candidate.name, text=self._value_text(schema, column, where, candidate),
+                         detail=reason or candidate.name, text=f"{words} · {candidate.label(self.lang)}",
                          names=_verbatim_names(where))
-            self.texts[claim_key] = self._value_text(schema, column, where, None)
             self._remember(claim_key, number)
             css = "claim-cited" if candidate.cited else "claim-measured"
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
@@ -374,9 +375,8 @@ class ClaimRenderer:
         self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
         note = self._dummy_note(dataset)
         self._record(key=claim_key, kind="value", status="not_measured", dataset=dataset, detail=note,
-                     text=self._value_text(schema, column, where, None), names=_verbatim_names(where))
+                     text=words, names=_verbatim_names(where))
         self.numbers[claim_key] = None
-        self.texts[claim_key] = self._value_text(schema, column, where, None)
         return self.badge("not_measured", note or f"{dataset}: {column}")
 
     def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
@@ -627,15 +627,16 @@ class ClaimRenderer:
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
             return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+        groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share a table
         html_table, flagged = "", 0
-        for group in self._like_with_like(dataset, frames):  # full-size models and the CPU stand-ins never share a table
-            part, part_flagged = self._table_html(schema, group, cols, labels, digits, tolerance)
+        for stand_in, group in groups:
+            part, part_flagged = self._table_html(schema, group, cols, labels, digits, tolerance, stand_in)
             html_table += part
             flagged += part_flagged
         full = [schema.column(c) for c in schema.header]
         if columns and len(cols) < len(full):  # a compact view of the columns the text uses; all of them one click away
-            more = "".join(self._table_html(schema, group, full, labels, digits, tolerance)[0]
-                           for group in self._like_with_like(dataset, frames))
+            more = "".join(self._table_html(schema, group, full, labels, digits, tolerance, stand_in)[0]
+                           for stand_in, group in groups)
             summary = {"zh": f"全部 {len(full)} 列", "en": f"All {len(full)} columns"}[self.lang]
             html_table += f'<details class="claim-full-table"><summary>{summary}</summary>{more}</details>'
         missing = self._saturated_note(schema, frames, claim_key)
@@ -680,9 +681,11 @@ class ClaimRenderer:
                 f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
                 f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
 
-    def _like_with_like(self, dataset: str, frames) -> list[list[tuple[Environment, pd.DataFrame]]]:
-        """``frames`` as one group of full-size models and one of the CPU's scaled-down stand-ins (``tiny-*``),
-        whichever hold rows: a stand-in's figures show a curve's shape, never a speed to set beside a real model's."""
+    @staticmethod
+    def _like_with_like(dataset: str, frames) -> list[tuple[bool, list[tuple[Environment, pd.DataFrame]]]]:
+        """``frames`` as (is it the stand-ins, frames) groups: full-size models first, then the CPU's scaled-down
+        stand-ins (``tiny-*``), whichever hold rows: a stand-in's figures show a curve's shape, never a speed to set
+        beside a real model's."""
         full, stand_in = [], []
         for env_obj, rows in frames:
             mask = _stand_in_rows(env_obj, dataset, rows)
@@ -690,13 +693,10 @@ class ClaimRenderer:
                 full.append((env_obj, rows[~mask]))
             if mask.any():
                 stand_in.append((env_obj, rows[mask]))
-        return [g for g in (full, stand_in) if g]
+        return [(flag, group) for flag, group in ((False, full), (True, stand_in)) if group]
 
-    @staticmethod
-    def _is_stand_in(dataset: str, group) -> bool:
-        return bool(group) and all(_stand_in_rows(e, dataset, rows).all() for e, rows in group)
-
-    def _table_html(self, schema: DatasetSchema, frames, cols, labels: dict, digits: dict, tolerance) -> tuple[str, int]:
+    def _table_html(self, schema: DatasetSchema, frames, cols, labels: dict, digits: dict, tolerance,
+                    stand_in: bool = False) -> tuple[str, int]:
         """The table of ``cols`` over every environment's rows, and how many rows carry a 未确认 mark. A column's
         lowest and highest repeat (``X_min``, ``X_max``) print beside it in its cell; a column holding one value in
         every row moves into the caption, so the table keeps what varies."""
@@ -710,7 +710,7 @@ class ClaimRenderer:
         if len(constant) >= len([c for c in cols if c.name not in folded]):
             constant = []  # nothing varies: the table stays as it is
         caption = ""
-        if self._is_stand_in(schema.name, frames):
+        if stand_in:
             caption += f'<p class="claim-table-caption claim-stand-in">{html.escape(t("stand_in", self.lang))}</p>'
         if constant:
             same = " · ".join(f"{self._heading(c, labels)} {self._cell_text(c, records[0][1], digits, spreads)}"
@@ -724,16 +724,16 @@ class ClaimRenderer:
             for c in cols
         )
         body, flagged = [], 0
-        for env_obj, rows in frames:
-            src = self._source_link(env_obj, schema.name) + (self.badge("cited") if env_obj.cited else "")
+        sources = {e.name: self._source_link(e, schema.name) + (self.badge("cited") if e.cited else "") for e, _ in frames}
+        for env_obj, row in records:
+            src = sources[env_obj.name]
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"
-            for row in _records(rows):
-                cells = "".join(_td(self._cell_text(c, row, digits, spreads), verbatim=c.name in VERBATIM_COLUMNS)
-                                for c in cols)
-                reasons = self.row_reasons(schema, row, tolerance) + self._row_disagreement(env_obj, schema, row)
-                guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
-                flagged += bool(reasons)
-                body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
+            cells = "".join(_td(self._cell_text(c, row, digits, spreads), verbatim=c.name in VERBATIM_COLUMNS)
+                            for c in cols)
+            reasons = self.row_reasons(schema, row, tolerance) + self._row_disagreement(env_obj, schema, row)
+            guard = self.badge("unconfirmed", "; ".join(reasons)) if reasons else ""
+            flagged += bool(reasons)
+            body.append(f'<tr class="{row_class}"><td>{src}{guard}</td>{cells}</tr>')
         return (f'<div class="claim-table">{caption}<table><thead><tr><th>{t("source", self.lang)}</th>{head}</tr></thead>'
                 f"<tbody>{''.join(body)}</tbody></table></div>", flagged)
 
@@ -779,7 +779,7 @@ class ClaimRenderer:
         if kind not in ("line", "bar", "scatter"):
             raise UnknownName(f"chart kind must be line, bar or scatter, not {kind!r}")
         labels = labels or {}
-        xcol, ycol = schema.column(x), schema.column(y)
+        schema.column(x), schema.column(y)  # unknown names fail here, before anything is recorded
         if color:
             schema.column(color)
         if spread is not None:
@@ -797,8 +797,9 @@ class ClaimRenderer:
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share an axis
         html_out = "".join(
             self._figure(dataset, schema, group, x, y, color=color, kind=kind, log_x=log_x, log_y=log_y, labels=labels,
-                         spread=spread, title=t("stand_in", self.lang) if self._is_stand_in(dataset, group) else title,
-                         div_id="chart-" + _stable_id(self.page, claim_key, *(["stand-in"] if i else []))) for i, group in enumerate(groups))
+                         spread=spread, title=t("stand_in", self.lang) if stand_in else title,
+                         div_id="chart-" + _stable_id(self.page, claim_key, *(["stand-in"] if i else [])))
+            for i, (stand_in, group) in enumerate(groups))
         return html_out + self._saturated_note(schema, frames, claim_key)
 
     def _figure(self, dataset: str, schema: DatasetSchema, frames, x: str, y: str, *, color, kind: str, log_x: bool,
@@ -836,9 +837,7 @@ class ClaimRenderer:
                 traces.append(trace)
 
         def axis(col, log, category=False):
-            text = (labels.get(col.name) or column_label(col.name, self.lang)) + (
-                f" ({unit_label(col.unit, self.lang, heading=True)})" if col.unit else "")
-            found = {"title": {"text": _plotly_text(text)}, "type": "category" if category else "log" if log else "linear"}
+            found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "type": "category" if category else "log" if log else "linear"}
             return found if category else found | self._ticks(col, [v for _, rows in frames for v in rows[col.name]])
 
         figure = {
@@ -868,7 +867,7 @@ class ClaimRenderer:
         if color is None:
             return None
         shown = value_label(value, self.lang)
-        if isinstance(shown, (int, float)) and not isinstance(shown, bool) or hasattr(shown, "item"):
+        if isinstance(shown, numbers.Number) and not isinstance(shown, bool):
             return f"{labels.get(color) or column_label(color, self.lang)} {format_number(shown, self.lang)}"
         return str(shown)
 

@@ -83,11 +83,12 @@ def define_env(env):
         for c in rows:
             target = page_base(c.page)
             href = data_url_for(env.page.url, lang)[: -len("data/")] + ("" if target == "index" else target + "/")
+            said = claim_words(c, store, lang)
             body.append(
                 f'<tr><td><a href="{html.escape(href)}">{html.escape(page_title(docs_dir, c.page))}</a></td>'
-                f'<td data-claim="{html.escape(c.key)}">{marked_names(claim_words(c, store, lang), c.names)}</td>'
+                f'<td data-claim="{html.escape(c.key)}">{marked_names(said, c.names)}</td>'
                 f'<td><span class="claim-badge claim-{c.status.replace("_", "-")}">{TEXT[c.status][lang]}</span></td>'
-                f"<td>{html.escape(c.detail if c.detail != claim_words(c, store, lang) else '')}</td></tr>"
+                f"<td>{html.escape(c.detail if c.detail != said else '')}</td></tr>"
             )
         head = "".join(f"<th>{words[k]}</th>" for k in ("page", "claim", "status", "detail"))
         return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
