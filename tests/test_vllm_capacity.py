@@ -1,5 +1,6 @@
-"""The capacity and kv_dtype experiments end to end on a real vLLM (CPU backend, tiny Qwen3): a KV cache of a set
-size fills, and requests then queue; an fp8 cache holds twice the tokens of the same bytes."""
+"""The capacity, kv_dtype and batch_limits experiments end to end on a real vLLM (CPU backend, tiny Qwen3), in one
+run: a KV cache of a set size fills, and requests then queue; an fp8 cache holds twice the tokens of the same bytes;
+a --max-num-seqs below the requests in flight makes the others wait for their first token."""
 
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
@@ -11,28 +12,46 @@ CAPACITY = {"bandwidth_mib": 64, "floor": {"prompt_words": 16, "output_tokens": 
             "knee": {"prompt_words": 512, "output_tokens": 16, "concurrency": [4, 32], "rounds": 1}}
 KV_DTYPE = {"dtypes": ["auto", "fp8"], "prompt_tokens": [128], "output_tokens": 8, "sequential": 2, "rounds": 1,
             "concurrency": 4, "requests": 4, "shared_memory": []}
+BATCH_LIMITS = {"max_num_seqs": [1, 4], "max_num_batched_tokens": [512], "prompt_words": 256, "output_tokens": 16,
+                "concurrency": 4, "requests": 8, "rounds": 1, "shared_memory": []}
 
 
-def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(tmp_path):
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
     require(python_imports("import vllm"), "vLLM", VLLM_HOW)
-    run_measure(tmp_path, "capacity-cpu", "capacity", "kv_dtype", sizes={"capacity": CAPACITY, "kv_dtype": KV_DTYPE, "colocate": 3})
+    root = tmp_path_factory.mktemp("capacity")
+    run_measure(root, "capacity-cpu", "capacity", "kv_dtype", "batch_limits",
+                sizes={"capacity": CAPACITY, "kv_dtype": KV_DTYPE, "batch_limits": BATCH_LIMITS, "colocate": 3})
     from measure.site.scan import make_store
 
-    store = make_store(tmp_path / "data")
-    env = store.env("capacity-cpu")
-    bandwidth = store.frame(env, "capacity.bandwidth").iloc[0]
+    return make_store(root / "data")
+
+
+def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(measured):
+    env = measured.env("capacity-cpu")
+    bandwidth = measured.frame(env, "capacity.bandwidth").iloc[0]
     assert bandwidth["bandwidth_gb_s"] > 0.5 and bandwidth["buffer_mib"] == 64
-    floor = store.frame(env, "capacity.decode_floor").iloc[0]
+    floor = measured.frame(env, "capacity.decode_floor").iloc[0]
     assert floor["model"] == "tiny-Qwen3-0.6B" and 0 < floor["floor_ms"] < floor["tpot_ms"]
     assert floor["floor_ms"] == pytest.approx(floor["weight_gb"] / floor["bandwidth_gb_s"] * 1000)
-    memory = store.frame(env, "capacity.memory").iloc[0]
+    memory = measured.frame(env, "capacity.memory").iloc[0]
     # 4 MiB of a two-layer, one-KV-head, 64-wide cache: 512 bytes a token
     assert memory["started"] and memory["kv_cache_tokens"] == (4 << 20) // 512
     assert memory["request_tokens"] > 512 and memory["requests_fit"] == pytest.approx(8192 / memory["request_tokens"])
-    knee = store.frame(env, "capacity.knee").set_index("concurrency")
+    knee = measured.frame(env, "capacity.knee").set_index("concurrency")
     assert memory["requests_fit"] < 32 < knee.loc[32, "requests"] + 1
     # beyond what the cache holds, requests wait for room: their first token comes much later
     assert knee.loc[32, "ttft_p50_ms"] > 3 * knee.loc[4, "ttft_p50_ms"]
-    kv = store.frame(env, "kv_dtype.compare").set_index("kv_cache_dtype")
+    kv = measured.frame(env, "kv_dtype.compare").set_index("kv_cache_dtype")
     assert kv["started"].all() and kv.loc["fp8", "kv_cache_tokens"] == 2 * kv.loc["auto", "kv_cache_tokens"]
     assert (kv["ttft_ms"] > 0).all() and (kv["tpot_ms"] > 0).all()
+
+
+def test_one_sequence_at_a_time_makes_the_other_requests_wait(measured):
+    grid = measured.frame(measured.env("capacity-cpu"), "batch_limits.grid").set_index("max_num_seqs")
+    assert grid["started"].all() and set(grid["max_num_batched_tokens"]) == {512}
+    assert (grid["prompt_tokens"] > 256).all() and (grid["preemptions"] == 0).all()
+    # with --max-num-seqs 1 the 4th request in flight waits for three others to finish before its first token
+    assert grid.loc[1, "ttft_p99_ms"] > 2 * grid.loc[4, "ttft_p99_ms"]
+    assert grid.loc[4, "output_tok_s"] > 1.5 * grid.loc[1, "output_tok_s"]
+    assert (grid["tpot_p50_ms"] <= grid["tpot_p99_ms"]).all() and (grid["ttft_p50_ms"] <= grid["ttft_p99_ms"]).all()

@@ -22,6 +22,10 @@ def knee(column: str, utilization: str, concurrency: int, digits: int = 0) -> Va
                 concurrency=concurrency)
 
 
+def batch(column: str, seqs: int, tokens: int, digits: int = 1, spread: bool = False) -> Value:
+    return h200("batch_limits.grid", column, digits, spread, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+
+
 def kv(column: str, dtype: str, prompt: int, digits: int = 1) -> Value:
     return h200("kv_dtype.compare", column, digits, kv_cache_dtype=dtype, prompt_tokens=prompt)
 
@@ -57,6 +61,18 @@ topic("capacity", facts={
     "tpot_fp8_16k": kv("tpot_ms", "fp8", 16384, 2),
     "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
     "ttft_fp8_16k": kv("ttft_ms", "fp8", 16384, 0),
+    "batch_prompt": batch("prompt_tokens", 128, 8192, 0),
+    "batch_tok_s_8": batch("output_tok_s", 8, 8192, 0, spread=True),
+    "batch_tok_s_128": batch("output_tok_s", 128, 8192, 0, spread=True),
+    "batch_tok_s_128_vs_8": Ratio("batch_tok_s_128", ">>", "batch_tok_s_8", digits=1),
+    "batch_ttft99_8": batch("ttft_p99_ms", 8, 8192, 0),
+    "batch_ttft99_128": batch("ttft_p99_ms", 128, 8192, 0),
+    "batch_tpot50_8": batch("tpot_p50_ms", 8, 8192, 2),
+    "batch_tpot50_128": batch("tpot_p50_ms", 128, 8192, 2),
+    "batch_ttft50_128_2048": batch("ttft_p50_ms", 128, 2048, 0),
+    "batch_ttft50_128_8192": batch("ttft_p50_ms", 128, 8192, 0),
+    "batch_tpot50_128_2048": batch("tpot_p50_ms", 128, 2048, 2),
+    "batch_tok_s_128_2048": batch("output_tok_s", 128, 2048, 0, spread=True),
 }, questions=(
     Question(
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
@@ -117,4 +133,25 @@ topic("capacity", facts={
         unsettled={"zh": "需要在 H200 上让两个 Qwen3-8B 服务器（auto 与 fp8）分到同样的 KV 字节数，测同样的请求。",
                    "en": "Settling it takes two Qwen3-8B servers on the H200, auto and fp8, with the same KV bytes, "
                          "sent the same requests."}),
+    Question(
+        ask={"zh": "--max-num-seqs 和 --max-num-batched-tokens 该怎么设？",
+             "en": "How should --max-num-seqs and --max-num-batched-tokens be set?"},
+        answer={"zh": "同时发出 128 个请求（每个 {batch_prompt} 输入、256 输出）给 Qwen3-0.6B：--max-num-seqs 8 时输出吞吐"
+                      "是 {batch_tok_s_8}，128 时是 {batch_tok_s_128}（{batch_tok_s_128_vs_8}）；最后一批请求等首 token "
+                      "要 {batch_ttft99_8}（p99），128 时是 {batch_ttft99_128}。代价是每步带的请求多了，每个输出 token "
+                      "从 {batch_tpot50_8} 变成 {batch_tpot50_128}（中位数）。在 128 个序列下把 --max-num-batched-tokens "
+                      "从 8192 降到 2048，首 token 中位数从 {batch_ttft50_128_8192} 变成 {batch_ttft50_128_2048}，"
+                      "每个输出 token 从 {batch_tpot50_128} 变成 {batch_tpot50_128_2048}，吞吐为 {batch_tok_s_128_2048}。",
+                "en": "With 128 requests sent at once to Qwen3-0.6B ({batch_prompt} in, 256 out each), --max-num-seqs 8 "
+                      "delivered {batch_tok_s_8} of output and 128 delivered {batch_tok_s_128} "
+                      "({batch_tok_s_128_vs_8}); the last requests waited {batch_ttft99_8} for their first token (p99) "
+                      "against {batch_ttft99_128}. The price is more requests in each step: an output token took "
+                      "{batch_tpot50_128} instead of {batch_tpot50_8} (median). At 128 sequences, lowering "
+                      "--max-num-batched-tokens from 8192 to 2048 moved the median first token from "
+                      "{batch_ttft50_128_8192} to {batch_ttft50_128_2048} and the time per output token from "
+                      "{batch_tpot50_128} to {batch_tpot50_128_2048}, at {batch_tok_s_128_2048}."},
+        figure="batch-limits",
+        unsettled={"zh": "需要在 H200 上按 --max-num-seqs 与 --max-num-batched-tokens 的组合各启动一个服务器，发同样的请求。",
+                   "en": "Settling it takes one server per combination of --max-num-seqs and --max-num-batched-tokens on "
+                         "the H200, each sent the same requests."}),
 ), title={"zh": "显存与容量", "en": "Memory and capacity"})
