@@ -59,4 +59,37 @@ QUANTITIES: tuple[Quantity, ...] = (
         ),
         by=(),
     ),
+    # The load-generator comparison (loadgens) and the fidelity check ran the same chat load (1,024 requests of 209
+    # prompt and 128 output tokens, the same server flags and code revision) at 128 in flight on the H200, on two
+    # leases. Each tool is its own instrument: ours against ours, the bench against the bench.
+    Quantity(
+        "chat-throughput-ours",
+        "Output tok/s of the chat load as our load generator measured it, per number of requests in flight: the "
+        "load-generator comparison and the fidelity check each measure it against the same server configuration.",
+        members=(
+            Member("loadgens.vllm_server", "output_tok_s", {"tool": "ours"}),
+            Member("fidelity.comparison", "harness", {"workload": "chat", "metric": "output throughput"}),
+        ),
+        by=("concurrency",),
+    ),
+    Quantity(
+        "chat-throughput-bench",
+        "Output tok/s of the same chat load as `vllm bench serve` measured it, in the same two runs.",
+        members=(
+            Member("loadgens.vllm_server", "output_tok_s", {"tool": "vllm bench serve"}),
+            Member("fidelity.comparison", "bench", {"workload": "chat", "metric": "output throughput"}),
+        ),
+        by=("concurrency",),
+    ),
+    Quantity(
+        "lora-one-adapter-throughput",
+        "Output tok/s of the LoRA load sent to one rank-8 adapter: the overhead study's adapter arm and the slots "
+        "study's one-adapter point send the same requests, on servers that differ only in their adapter list and "
+        "--max-loras (3 against 2, either holds the one adapter).",
+        members=(
+            Member("lora.overhead", "adapter_value", {"metric": "throughput", "rank": 8}),
+            Member("lora.slots", "tokens_per_s", {"adapters": 1}),
+        ),
+        by=(),
+    ),
 )

@@ -111,3 +111,77 @@ def test_the_faq_lists_every_question_as_a_heading_with_open_questions_last(real
             statuses[claim.key.split(".")[0]].add(claim.status)
         assert statuses["open"] == {"not_measured"} and "measured" in statuses["prefill"]
     assert 'href="../eager/#generation-speed"' in markdown
+
+
+def _one_story_failures(store) -> list[str]:
+    """Every figure on the home page (both languages) and in every answer (each on its own, as the FAQ and the home
+    page show it) that other datasets measure differently (measure/quantities.py), shown without those other figures
+    beside it: the reader would meet one figure of a quantity that has two stories."""
+    import jinja2
+
+    from measure.site import facts
+    from measure.site.claims import ClaimRenderer, _verdict_id
+
+    blocks = []
+    for lang in ("zh", "en"):
+        page = f"index.{lang}.md"
+        renderer = ClaimRenderer(store, lang, page)
+        names = renderer.macros() | {"claims_status": lambda *a, **k: "", "reproduce": lambda *a, **k: ""}
+        source = open(f"docs/{page}", encoding="utf-8").read()
+        jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(source).render(**names)
+        blocks.append((page, renderer))
+        for found in facts.topics().values():
+            for question in found.questions:
+                renderer = ClaimRenderer(store, lang, f"{found.name}.{lang}.md")
+                renderer._answer_html(found, question)
+                blocks.append((f"{found.name}.{lang}.md, “{question.ask[lang]}”", renderer))
+    failures = []
+    for where, renderer in blocks:
+        status = {c.key: c.status for c in renderer.claims}
+        shown = {_verdict_id(v) for v in renderer.verdicts_shown}
+        for figure in renderer.figures:
+            verdict = figure.verdict
+            if verdict is None or verdict.agree:
+                continue
+            if figure.differs is None and status.get(figure.key) != "unconfirmed":
+                failures.append(f"{where}: {figure.key} disagrees with {verdict.describe()} yet renders as measured")
+            beside = _verdict_id(verdict) in shown or any(
+                f.verdict is not None and _verdict_id(f.verdict) == _verdict_id(verdict) and f.dataset != figure.dataset
+                for f in renderer.figures)
+            if not beside:
+                failures.append(f"{where}: {figure.key} ({figure.dataset}) is one figure of {verdict.describe()}; "
+                                "show the others beside it (agreement(...), or their values) and say which condition "
+                                "differs (differs=) or leave it 未确认")
+    return failures
+
+
+def test_one_quantity_one_story_on_the_home_page_and_in_every_answer(real_store):
+    """Issue #34, point 8: a figure the home page or an answer cites, that another dataset measures differently, is
+    never alone: the figures of its quantity stand side by side in one unit, marked 未确认 unless a condition
+    (differs=) explains the gap."""
+    assert _one_story_failures(real_store) == []
+
+
+def test_one_quantity_one_story_fails_once_the_data_tell_two_stories(tmp_path):
+    """The check above can fail: the roofline's batch of 64 made to read half the throughput table's figure puts a
+    home-page figure (the float batch of 64) beside a disagreeing one it does not show."""
+    import shutil
+
+    from measure.site.scan import make_store
+
+    root = tmp_path / "data"
+    shutil.copytree("data", root)
+    path = root / "gpu-1x-nvidia-h200" / "pooling_limits.roofline.csv"
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    at = {name: header.index(name) for name in ("batch_size", "tokens_per_s", "tokens_per_s_min", "tokens_per_s_max")}
+    for i, line in enumerate(lines[1:], 1):
+        cells = line.split(",")
+        if cells[at["batch_size"]] == "64":
+            for name in ("tokens_per_s", "tokens_per_s_min", "tokens_per_s_max"):
+                cells[at[name]] = str(float(cells[at[name]]) / 2)
+            lines[i] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    failures = _one_story_failures(make_store(root))
+    assert any(f.startswith("index.en.md: home-float-64") for f in failures), failures
+    assert any(f.startswith("index.zh.md: home-float-64") for f in failures), failures

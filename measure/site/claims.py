@@ -84,10 +84,11 @@ TEXT = {
         "en": "the ranges these {count} measurements recorded overlap: they agree",
     },
     "disagree": {
-        "zh": "这 {count} 次测量（{figures}）记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认",
-        "en": "the ranges these {count} measurements recorded ({figures}) do not overlap: they disagree ({spread} "
-              "apart), so each is marked unconfirmed",
+        "zh": "这 {count} 次测量记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认：{figures}",
+        "en": "the ranges these {count} measurements recorded do not overlap: they disagree ({spread} apart), so each "
+              "is marked unconfirmed: {figures}",
     },
+    "same_quantity": {"zh": "其他数据集也测了同一个量：", "en": "Other datasets measure the same quantity: "},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
@@ -193,6 +194,18 @@ def _stable_id(*parts: str) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:10]
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A figure of ours as a page printed it: where it came from, and the verdict on the quantity it measures."""
+
+    key: str
+    env: str
+    dataset: str
+    column: str
+    verdict: object  # consistency.Verdict | None
+    differs: str | None
+
+
 @dataclass
 class ClaimRenderer:
     """Renders claims for one page in one language and records each claim it renders."""
@@ -204,6 +217,10 @@ class ClaimRenderer:
     claims: list[Claim] = field(default_factory=list)
     numbers: dict[str, float | None] = field(default_factory=dict)  # value key → its number, for compare()
     texts: dict[str, str] = field(default_factory=dict)  # value key → the claim in words, for compare()'s own claim
+    # One quantity, one story: each figure of ours this renderer printed with the verdict on its quantity (None where
+    # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
+    figures: list[Figure] = field(default_factory=list)
+    verdicts_shown: list = field(default_factory=list)
 
     # ---- helpers -------------------------------------------------------------------------
     def _remember(self, key: str, number) -> None:
@@ -349,6 +366,9 @@ class ClaimRenderer:
             if not candidate.cited:
                 agreement, note = self._agreement(candidate.name, dataset, column, rows.iloc[0], differs)
                 reasons += agreement
+                self.figures.append(Figure(claim_key, candidate.name, dataset, column,
+                                           self.consistency.for_figure(candidate.name, dataset, column, rows.iloc[0]),
+                                           differs))
             elif differs is not None:
                 raise UnknownName(f"{self.page}: differs= on a cited figure; it applies to our own measurements")
             reason = "; ".join(reasons)
@@ -411,13 +431,24 @@ class ClaimRenderer:
                 return self.badge("not_measured", key)
             raise EmptySelection(f"{self.page}: agreement({quantity!r}, env={env!r}, {group}): fewer than two datasets "
                                  "of that environment hold this figure; nothing to compare")
+        return self._verdict_sentence(verdict, key)
+
+    def _verdict_sentence(self, verdict, key: str) -> str:
+        """The agreement sentence for ``verdict``: agreeing figures in a word, disagreeing ones side by side, each
+        with its dataset and the quantity's unit, so the reader sees every figure of the quantity in one unit."""
+        self.verdicts_shown.append(verdict)
         readings = ", ".join(f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang, 0)}"
                              for r in verdict.readings)
+        unit = self._quantity_unit(verdict.quantity)
         # A dataset that repeats another's row (the prefill table's embeddings row) is one measurement, not two.
-        distinct = list(dict.fromkeys((r.value, r.low, r.high) for r in verdict.readings))
-        figures = "; ".join(f"{format_number(v, self.lang, 0)} ({format_number(lo, self.lang, 0)}–"
-                            f"{format_number(hi, self.lang, 0)})" if lo != hi else format_number(v, self.lang, 0)
-                            for v, lo, hi in distinct)
+        distinct = {}
+        for r in verdict.readings:
+            distinct.setdefault((r.value, r.low, r.high), r.dataset)
+        separator, open_, close = ("；", "（", "）") if self.lang == "zh" else ("; ", " (", ")")
+        figures = separator.join(
+            f"{self._dataset_words(dataset)} {format_number(v, self.lang, 0)}{unit}"
+            + (f"{open_}{format_number(lo, self.lang, 0)}–{format_number(hi, self.lang, 0)}{close}" if lo != hi else "")
+            for (v, lo, hi), dataset in distinct.items())
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
             count=len(distinct), spread=f"{verdict.spread:.0%}", figures=figures)
         self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
@@ -467,6 +498,12 @@ class ClaimRenderer:
 
     def _quantity_words(self, quantity) -> str:
         return column_label(quantity.members[0].column, self.lang)
+
+    def _quantity_unit(self, quantity) -> str:
+        """' tok/s': the unit of the quantity's first member, in the reader's language ('' for none)."""
+        first = quantity.members[0]
+        unit = self.store.schema(first.dataset).column(first.column).unit
+        return f" {unit_label(unit, self.lang)}" if unit else ""
 
     @property
     def consistency(self) -> Consistency:
@@ -913,7 +950,38 @@ class ClaimRenderer:
                     self._fact_html(found, side)
             return self.compare(f"{found.name}.{spec.left}", spec.relation, f"{found.name}.{spec.right}",
                                 digits=spec.digits, show=spec.show)
+        if isinstance(spec, facts.Product):
+            return self._product(found, short, spec)
         return self.value(spec.dataset, spec.column, key=f"{found.name}.{short}", **spec.options, **spec.where)
+
+    def _product(self, found: facts.Topic, short: str, spec: facts.Product) -> str:
+        """A Product fact: its two terms (rendered, not printed, where the page has not cited them) multiplied, with
+        both terms' source links; 未实测 while either is."""
+        names = [f"{found.name}.{side}" for side in (spec.left, spec.right)]
+        for side, name in zip((spec.left, spec.right), names, strict=True):
+            if name not in self.numbers:
+                self._fact_html(found, side)
+        key = f"{found.name}.{short}"
+        words = " × ".join(self.texts.get(n, n) for n in names)
+        self.texts[key] = words
+        a, b = (self.numbers.get(n) for n in names)
+        if a is None or b is None:
+            self._record(key=key, kind="value", status="not_measured", detail=words, text=words)
+            self.numbers[key] = None
+            return self.badge("not_measured", words)
+        number = a * b
+        self._remember(key, number)
+        sides = [next(f for f in reversed(self.figures) if f.key == n) for n in names
+                 if any(f.key == n for f in self.figures)]
+        open_ = [c for c in self.claims if c.key in names and c.status == "unconfirmed"]
+        status = "unconfirmed" if open_ else "measured"
+        self._record(key=key, kind="value", status=status, dataset=sides[0].dataset if sides else "",
+                     detail="; ".join(c.detail for c in open_) or ", ".join(sorted({f.env for f in sides})), text=words)
+        links = self._source_link(self.store.env(sides[0].env), sides[0].dataset) if sides else ""  # the rate's
+        guard = self.badge("unconfirmed", "; ".join(c.detail for c in open_)) if open_ else ""
+        text = format_number(number, self.lang, spec.digits) + f" {unit_label(spec.unit, self.lang)}"
+        return (f'<span class="claim-value claim-measured claim-product" title="{title_attr_value(words)}">'
+                f"{html.escape(text)}</span>{guard}{links}")
 
     def answers(self, topic: str) -> str:
         """The block a topic page opens with: the questions it settles, each answered from the topic's facts and
@@ -936,10 +1004,27 @@ class ClaimRenderer:
         before = len(self.claims)
         text = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", question.answer[self.lang])
         parts = text.split("\0")  # even: prose; odd: a fact's name
+        figures, shown = len(self.figures), len(self.verdicts_shown)
         body = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part) for i, part in enumerate(parts))
+        body += self._other_figures(self.figures[figures:], self.verdicts_shown[shown:])
         if any(c.status == "not_measured" for c in self.claims[before:]) and question.unsettled.get(self.lang):
             body += f' <span class="answer-unsettled">{html.escape(question.unsettled[self.lang])}</span>'
         return body
+
+    def _other_figures(self, figures: list[Figure], shown: list) -> str:
+        """One quantity, one story: where an answer cites a figure that other datasets measure differently (and
+        says no condition that explains it, ``differs=``), the answer shows them all, side by side in one unit."""
+        done = {_verdict_id(v) for v in shown}
+        out = ""
+        for figure in figures:
+            verdict = figure.verdict
+            if verdict is None or verdict.agree or figure.differs is not None or _verdict_id(verdict) in done:
+                continue
+            done.add(_verdict_id(verdict))
+            sentence = self._verdict_sentence(verdict, f"agreement:{verdict.quantity.name}:{verdict.env}:{verdict.group}")
+            out += (f' <span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
+                    f'{"。" if self.lang == "zh" else "."}</span>')
+        return out
 
     def site_answers(self) -> str:
         """For the home page: each topic's first question answered, its other questions linked (``TOPIC/#figure``
@@ -987,6 +1072,10 @@ MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "c
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
 # enough (an escaped <img onerror> still ran in Chromium): text from data gets look-alike characters instead.
 PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
+
+
+def _verdict_id(verdict) -> tuple:
+    return verdict.quantity.name, verdict.env, verdict.group
 
 
 def _release_order(version) -> tuple:

@@ -98,14 +98,15 @@ class Consistency:
                     if not env.has(m.dataset):
                         continue
                     frame = self.store.frame(env, m.dataset)
-                    has_range = {f"{m.column}_min", f"{m.column}_max"} <= set(frame.columns)
+                    stem = m.column[: -len("_value")] if m.column.endswith("_value") else m.column  # base_value: base_min
+                    has_range = {f"{stem}_min", f"{stem}_max"} <= set(frame.columns)
                     for _, row in frame.iterrows():
                         if not _matches(m, row) or pd.isna(row[m.column]):
                             continue
                         value = float(row[m.column])
                         low, high = value, value
-                        if has_range and not pd.isna(row[f"{m.column}_min"]) and not pd.isna(row[f"{m.column}_max"]):
-                            low, high = float(row[f"{m.column}_min"]), float(row[f"{m.column}_max"])
+                        if has_range and not pd.isna(row[f"{stem}_min"]) and not pd.isna(row[f"{stem}_max"]):
+                            low, high = float(row[f"{stem}_min"]), float(row[f"{stem}_max"])
                         groups.setdefault(tuple(row[b] for b in q.by), []).append(Reading(m.dataset, value, low, high))
                 found += [Verdict(q, env.name, key, tuple(r)) for key, r in groups.items() if len(r) > 1]
         return found

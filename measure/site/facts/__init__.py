@@ -43,6 +43,17 @@ class Ratio:
 
 
 @dataclass(frozen=True)
+class Product:
+    """``left`` × ``right`` (two facts of the topic) in ``unit``: a figure in another unit than its dataset's, from
+    two measured columns (requests per second × tokens per request = tokens per second), never a typed factor."""
+
+    left: str
+    right: str
+    unit: str
+    digits: int | None = 0
+
+
+@dataclass(frozen=True)
 class Unconfirmed:
     """A 未确认 / Unconfirmed mark with its reason in each language: what the data show but do not explain."""
 
@@ -88,7 +99,7 @@ class Topic:
     name in each language where the home page lists it."""
 
     name: str
-    facts: dict[str, Value | Ratio | Unconfirmed | NotMeasured]
+    facts: dict[str, Value | Ratio | Product | Unconfirmed | NotMeasured]
     questions: tuple[Question, ...] = ()
     title: dict[str, str] = field(default_factory=dict)
     has_page: bool = True  # False: questions no page answers yet (the FAQ lists them; the home page does not)
@@ -98,7 +109,7 @@ SLOT = re.compile(r"\{([a-z0-9_]+)\}")
 _TOPICS: dict[str, Topic] = {}
 
 
-def topic(name: str, facts: dict[str, Value | Ratio | Unconfirmed | NotMeasured], questions: tuple[Question, ...] = (),
+def topic(name: str, facts: dict[str, Value | Ratio | Product | Unconfirmed | NotMeasured], questions: tuple[Question, ...] = (),
           title: dict[str, str] | None = None, has_page: bool = True) -> Topic:
     """Declare a topic's facts (short names, cited as ``TOPIC.NAME``) and questions."""
     if name in _TOPICS:
@@ -106,10 +117,11 @@ def topic(name: str, facts: dict[str, Value | Ratio | Unconfirmed | NotMeasured]
     if questions and set(title or {}) != set(LANGS):
         raise ValueError(f"topic {name!r}: a topic with questions has a title in {LANGS}")
     declared = Topic(name, facts, questions, title or {}, has_page)
-    for ratio in (f for f in facts.values() if isinstance(f, Ratio)):
+    for ratio in (f for f in facts.values() if isinstance(f, (Ratio, Product))):
         for side in (ratio.left, ratio.right):
             if side not in facts:
-                raise UnknownName(f"topic {name!r}: a ratio names {side!r}, which the topic does not declare")
+                raise UnknownName(f"topic {name!r}: a {type(ratio).__name__.lower()} names {side!r}, which the topic "
+                                  "does not declare")
     for question in questions:
         for lang in LANGS:
             if not question.ask.get(lang) or not question.answer.get(lang):
@@ -138,7 +150,7 @@ def get_topic(name: str) -> Topic:
     return found[name]
 
 
-def lookup(name: str) -> tuple[Topic, str, Value | Ratio | Unconfirmed | NotMeasured]:
+def lookup(name: str) -> tuple[Topic, str, Value | Ratio | Product | Unconfirmed | NotMeasured]:
     """``TOPIC.NAME`` → (topic, short name, fact)."""
     topic_name, _, short = name.partition(".")
     found = get_topic(topic_name)
