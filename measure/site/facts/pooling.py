@@ -1,7 +1,7 @@
 """Pooling (docs/pooling.*.md): embedding throughput on the H200, its output format and batch size, a pooling
 server's memory, and which rerank route an API key guards."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -15,6 +15,14 @@ def embed(batch: int, fmt: str) -> Value:
 def memory(column: str, utilization: str, **options) -> Value:
     return Value("pooling_limits.memory", column, {"setting": f"--gpu-memory-utilization {utilization}"},
                  {"env": H200} | options)
+
+
+def single_requests(column: str, tool: str = "harness") -> Value:
+    """The fidelity check's embeddings load on the same server: single-input requests, 64 in flight (float output)."""
+    if column == "prompt_tokens_mean":
+        return Value("fidelity.workloads", column, {"workload": "embeddings", "concurrency": 64}, {"env": H200, "digits": 0})
+    return Value("fidelity.comparison", tool, {"workload": "embeddings", "concurrency": 64, "metric": "request throughput"},
+                 {"env": H200, "digits": 0, "unit": "req/s"})
 
 
 def status(path: str, key: str) -> Value:
@@ -33,6 +41,20 @@ topic("pooling", facts={
     "tokens_per_input": Value("pooling.embedding_throughput", "tokens_per_input",
                               {"model": "Qwen3-Embedding-0.6B", "batch_size": 1024, "encoding_format": "float"},
                               {"env": H200, "digits": 0}),
+    # Many single-input requests in flight on the same server (the fidelity check, method page), in tok/s beside the
+    # batches: requests per second × the measured prompt tokens per request.
+    "single_req_s": single_requests("harness"),
+    "single_tokens": single_requests("prompt_tokens_mean"),
+    "single_tok_s": Product("single_req_s", "single_tokens", "tok/s"),
+    "single_vs_batch": Ratio("single_tok_s", ">>", "float_1024", digits=1),
+    "single_req_s_bench": single_requests("bench"),
+    "single_tok_s_bench": Product("single_req_s_bench", "single_tokens", "tok/s"),
+    "single_vs_batch_bench": Ratio("single_tok_s_bench", ">>", "float_1024", show=False),  # the bench read it too
+    "single_vs_batch_why": Unconfirmed({
+        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度，哪一个造成了差距没有分开测；"
+              "要在同一台服务器上把同样的输入按两种方式各发一次才能确定",
+        "en": "the two runs change inputs per request, requests in flight and input length at once, and which of them "
+              "makes the gap is not measured apart; the same inputs sent both ways to one server would settle it"}),
     "kv_gib_01": memory("kv_cache_gib", "0.1", digits=1),
     "kv_tokens_01": memory("kv_cache_tokens", "0.1", digits=0),
     "memory_tok_s_01": memory("tokens_per_s", "0.1", digits=0, show_range=True),
@@ -43,10 +65,15 @@ topic("pooling", facts={
 }, questions=(
     Question(
         ask={"zh": "一张 H200 上，嵌入能跑多快？", "en": "How fast are embeddings on one H200?"},
-        answer={"zh": "每批 1,024 条、每条约 {tokens_per_input} 的输入，Qwen3-Embedding-0.6B（虚拟权重，vLLM 0.26.0）"
-                      "float 输出时吞吐为 {float_1024}，base64 输出时为 {base64_1024}。",
-                "en": "In batches of 1,024 inputs of about {tokens_per_input} each, Qwen3-Embedding-0.6B (dummy "
-                      "weights, vLLM 0.26.0) embedded {float_1024} with float output and {base64_1024} with base64."},
+        answer={"zh": "一个请求带 1,024 条、每条约 {tokens_per_input} 的输入，一次只发一个请求时，Qwen3-Embedding-0.6B"
+                      "（虚拟权重，vLLM 0.26.0）float 输出的吞吐为 {float_1024}，base64 输出为 {base64_1024}。"
+                      "改成每个请求一条输入（每条约 {single_tokens}）、64 个请求同时在途（float 输出）时，"
+                      "每秒处理 {single_req_s}，即 {single_tok_s}，是上面 float 整批的 {single_vs_batch}。",
+                "en": "With 1,024 inputs of about {tokens_per_input} each in one request, one request at a time, "
+                      "Qwen3-Embedding-0.6B (dummy weights, vLLM 0.26.0) embedded {float_1024} with float output and "
+                      "{base64_1024} with base64. Sent as single-input requests of about {single_tokens} each, 64 in "
+                      "flight (float output), it handled {single_req_s}, that is {single_tok_s}: {single_vs_batch} "
+                      "the float batch's."},
         figure="batch-size",
         unsettled={"zh": "需要在 H200 上按批大小和输出格式测嵌入吞吐。",
                    "en": "Settling it takes embedding throughput by batch size and output format on the H200."}),
@@ -63,9 +90,17 @@ topic("pooling", facts={
         unsettled={"zh": "需要在同一服务器上用两种格式取同样的批。", "en": "Settling it takes the same batches fetched in both formats."}),
     Question(
         ask={"zh": "嵌入请求要不要攒批？", "en": "Should embedding requests be batched?"},
-        answer={"zh": "要：float 输出时，1,024 条一批的吞吐是一次一条（{float_1}）的 {float_1024_vs_1}。",
-                "en": "Yes: with float output, batches of 1,024 inputs reached {float_1024_vs_1} the throughput of one "
-                      "input at a time ({float_1})."},
+        answer={"zh": "比一条一条地串行发送要快：float 输出时，一个请求带 1,024 条输入，吞吐是每个请求一条、"
+                      "一次只有一个请求在途时（{float_1}）的 {float_1024_vs_1}。但不必把输入塞进一个请求："
+                      "每个请求一条输入、64 个请求同时在途时达到 {single_tok_s}，是整批的 {single_vs_batch}。"
+                      "这两种负载在每个请求的输入条数、在途请求数和输入长度（约 {single_tokens} 对 {tokens_per_input}）"
+                      "上都不同，差距由哪一个造成：{single_vs_batch_why}。",
+                "en": "Against one input at a time, yes: with float output, one request of 1,024 inputs reached "
+                      "{float_1024_vs_1} the throughput of one input per request with one request in flight "
+                      "({float_1}). But the inputs need not share a request: single-input requests, 64 in flight, "
+                      "reached {single_tok_s}, {single_vs_batch} the batch's. The two loads differ in inputs per "
+                      "request, requests in flight and input length (about {single_tokens} against "
+                      "{tokens_per_input}); which of these makes the gap: {single_vs_batch_why}."},
         figure="batch-size",
         unsettled={"zh": "需要按批大小测嵌入吞吐。", "en": "Settling it takes embedding throughput by batch size."}),
     Question(
