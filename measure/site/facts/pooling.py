@@ -17,11 +17,12 @@ def memory(column: str, utilization: str, **options) -> Value:
                  {"env": H200} | options)
 
 
-def single_requests(column: str, tool: str = "harness") -> Value:
-    """The fidelity check's embeddings load on the same server: single-input requests, 64 in flight (float output)."""
+def single_requests(column: str) -> Value:
+    """The fidelity check's embeddings load on the same server: single-input requests, 64 in flight (float output);
+    ``column``: harness (ours), bench, or the workload's prompt_tokens_mean."""
     if column == "prompt_tokens_mean":
         return Value("fidelity.workloads", column, {"workload": "embeddings", "concurrency": 64}, {"env": H200, "digits": 0})
-    return Value("fidelity.comparison", tool, {"workload": "embeddings", "concurrency": 64, "metric": "request throughput"},
+    return Value("fidelity.comparison", column, {"workload": "embeddings", "concurrency": 64, "metric": "request throughput"},
                  {"env": H200, "digits": 0, "unit": "req/s"})
 
 
