@@ -397,3 +397,20 @@ def test_a_revision_from_uncommitted_code_keeps_its_dirty_mark_when_cut_short():
     assert short_revision("0693dfb8aa640cdcf83ebab453aa6ad3c02dc123+dirty") == "0693dfb8aa+dirty"
     assert short_revision("9fd18203abbc9b6423e75af0d8f16648667400c0") == "9fd18203ab"
     assert short_revision(None) == ""
+
+
+def test_a_folded_table_or_chart_keeps_every_row_behind_all_data_with_its_csv_link(store):
+    """Issue #34, point 3: a figure no question needs folds behind "全部数据 / All data"; nothing is dropped."""
+    for lang, words in (("en", "All data: Embedding throughput vs batch size"), ("zh", "全部数据：嵌入吞吐量与批大小")):
+        open_table = render(store, lang).table("pooling.embedding_throughput")
+        r = render(store, lang)
+        folded = r.table("pooling.embedding_throughput", collapsed=True)
+        assert folded.startswith('<details class="claim-all-data"><summary>') and " open" not in folded.split(">")[0]
+        summary = folded.split("</summary>")[0]
+        assert words in summary and 'href="../data/fixture-cpu/pooling.embedding_throughput.csv"' in summary
+        assert open_table in folded  # the same table, every row of it
+        assert r.claims[-1].kind == "table" and r.claims[-1].status == "measured"
+        chart = render(store, lang).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s",
+                                          collapsed=True)
+        assert chart.startswith('<details class="claim-all-data">') and "data-chart-for" in chart
+    assert "claim-all-data" not in render(store).table("pooling.embedding_throughput")

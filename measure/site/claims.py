@@ -58,6 +58,7 @@ TEXT = {
     "source": {"zh": "来源", "en": "Source"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
     "data_file": {"zh": "数据文件", "en": "data file"},
+    "all_data": {"zh": "全部数据", "en": "All data"},
     "weights": {"zh": "权重", "en": "weights"},
     "real_only": {"zh": "只接受真实权重的数据", "en": "accepts real-weight data only"},
     "yes": {"zh": "是", "en": "yes"},
@@ -646,9 +647,11 @@ class ClaimRenderer:
         key: str | None = None,
         tolerance: dict | None = None,
         missing_ok: bool = False,
+        collapsed: bool = False,
     ) -> str:
         """All matching rows of every environment (ours and cited) in one table, one source column; rows outside
-        ``tolerance`` or measured by a saturated client carry a 未确认 mark with the reason."""
+        ``tolerance`` or measured by a saturated client carry a 未确认 mark with the reason. ``collapsed`` folds it
+        behind "全部数据 / All data": for a table no question links to and no paragraph needs."""
         schema = self.store.schema(dataset)
         where = where or {}
         labels = labels or {}
@@ -683,10 +686,11 @@ class ClaimRenderer:
             missing += f'<p class="claim-flagged">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
         if status == "not_measured":
             missing += f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
-        return html_table + missing
+        return self._all_data(dataset, frames, html_table + missing) if collapsed else html_table + missing
 
     def matrix(self, dataset: str, *, rows: str, columns: str, cell: str, env: str | None = None,
-               where: dict | None = None, key: str | None = None, missing_ok: bool = False) -> str:
+               where: dict | None = None, key: str | None = None, missing_ok: bool = False,
+               collapsed: bool = False) -> str:
         """One dataset pivoted: a row per value of ``rows`` (in the data's order), a column per value of ``columns``
         (releases sort by their numbers, newest first), each cell the row's ``cell``; a combination nobody measured
         shows —."""
@@ -714,9 +718,10 @@ class ClaimRenderer:
                 for v in heads)
             body.append(f"<tr><th>{html.escape(str(value_label(label, self.lang)))}</th>{cells}</tr>")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
-        return (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
-                f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-                f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
+        out = (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
+               f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+               f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
+        return self._all_data(dataset, frames, out) if collapsed else out
 
     @staticmethod
     def _like_with_like(dataset: str, frames) -> list[tuple[bool, list[tuple[Environment, pd.DataFrame]]]]:
@@ -808,6 +813,7 @@ class ClaimRenderer:
         key: str | None = None,
         spread: tuple[str, str] | None = None,
         missing_ok: bool = False,
+        collapsed: bool = False,
     ) -> str:
         """A plotly chart drawn from every environment that holds the dataset; cited series dashed. ``spread``
         names the columns of each point's lowest and highest repeat (drawn as error bars). A bar chart's x axis is
@@ -837,7 +843,17 @@ class ClaimRenderer:
                          spread=spread, title=t("stand_in", self.lang) if stand_in else title,
                          div_id="chart-" + _stable_id(self.page, claim_key, *(["stand-in"] if i else [])))
             for i, (stand_in, group) in enumerate(groups))
-        return html_out + self._saturated_note(schema, frames, claim_key)
+        html_out += self._saturated_note(schema, frames, claim_key)
+        return self._all_data(dataset, frames, html_out) if collapsed else html_out
+
+    def _all_data(self, dataset: str, frames, body: str) -> str:
+        """One figure per question: a table or chart no question and no paragraph needs, folded behind "全部数据 /
+        All data" (its title and CSV links stay in view); nothing is dropped, and its claims count as before."""
+        title = self.store.schema(dataset).title.get(self.lang) or dataset
+        links = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        colon = "：" if self.lang == "zh" else ": "
+        return (f'<details class="claim-all-data"><summary>{t("all_data", self.lang)}{colon}{html.escape(title)} '
+                f'<span class="claim-all-data-csv">{t("data_file", self.lang)} {links}</span></summary>{body}</details>')
 
     def _figure(self, dataset: str, schema: DatasetSchema, frames, x: str, y: str, *, color, kind: str, log_x: bool,
                 log_y: bool, labels: dict, spread, title: str, div_id: str) -> str:
