@@ -971,21 +971,23 @@ class ClaimRenderer:
         return self.value(spec.dataset, spec.column, key=f"{found.name}.{short}", **spec.options, **spec.where)
 
     def _product(self, found: facts.Topic, short: str, spec: facts.Product) -> str:
-        """A Product fact: its two terms (rendered, not printed, where the page has not cited them) multiplied, with
+        """A Product fact (or a quotient): its two terms (rendered, not printed, where the page has not cited them) multiplied, with
         both terms' source links; 未实测 while either is."""
         names = [f"{found.name}.{side}" for side in (spec.left, spec.right)]
         for side, name in zip((spec.left, spec.right), names, strict=True):
             if name not in self.numbers:
                 self._fact_html(found, side)
         key = f"{found.name}.{short}"
-        words = " × ".join(self.texts.get(n, n) for n in names)
+        words = (" ÷ " if spec.divide else " × ").join(self.texts.get(n, n) for n in names)
         self.texts[key] = words
         a, b = (self.numbers.get(n) for n in names)
         if a is None or b is None:
             self._record(key=key, kind="value", status="not_measured", detail=words, text=words)
             self.numbers[key] = None
             return self.badge("not_measured", words)
-        number = a * b
+        if spec.divide and not b:
+            raise ValueError(f"{self.page}: fact {key!r} divides by {names[1]!r}, which is zero")
+        number = a / b if spec.divide else a * b
         self._remember(key, number)
         sides = [next(f for f in reversed(self.figures) if f.key == n) for n in names
                  if any(f.key == n for f in self.figures)]

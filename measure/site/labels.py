@@ -23,6 +23,8 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "ttft_p50_ms": ("首 token 时间 p50", "TTFT p50"),
     "tpot_p50_ms": ("每输出 token 时间 p50", "TPOT p50"),
     "preemptions": ("抢占次数", "preemptions"),
+    "max_num_seqs": ("同时运行的请求上限", "running-request limit"),
+    "tpot_p99_ms": ("每输出 token 时间 p99", "TPOT p99"),
     "kv_cache_dtype": ("KV 缓存类型", "KV-cache dtype"),
     # prefill
     "caching": ("前缀缓存", "prefix caching"),
@@ -198,6 +200,10 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "threads": ("线程", "threads"),
     "token_ratio": ("token 之比", "token ratio"),
     "tokens_per_input": ("每条输入 token", "tokens per input"),
+    "input_words": ("每条输入的词数", "words per input"),
+    "inputs_per_request": ("每个请求的输入条数", "inputs per request"),
+    "inputs_per_s": ("每秒嵌入的输入", "inputs per second"),
+    "latency_p50_ms": ("单个请求延迟中位数", "request latency, median"),
     "tokens_per_s": ("吞吐", "throughput"),
     "tokens_per_s_max": ("最快一次", "fastest repeat"),
     "tokens_per_s_min": ("最慢一次", "slowest repeat"),
@@ -250,7 +256,8 @@ def model_label(name: str, lang: str) -> str:
 # Units of physics and symbols (ms, tok/s, GiB, %, ×, px) read the same in both languages.
 UNIT_ZH = {
     "cores": ("个核", "核"), "requests": ("个请求", "请求"), "processes": ("个进程", "进程"),
-    "inputs": ("条输入", "输入"), "servers": ("台", "台"), "docs": ("篇文档", "文档"),
+    "inputs": ("条输入", "输入"), "inputs/s": ("条输入/s", "输入/s"), "words": ("个词", "词"),
+    "servers": ("台", "台"), "docs": ("篇文档", "文档"),
     "chunks": ("个块", "块"), "chunks/s": ("块/s", "块/s"), "params": ("个参数", "参数"),
     "HTTP status": ("HTTP 状态码", "HTTP"),
 }

@@ -44,13 +44,15 @@ class Ratio:
 
 @dataclass(frozen=True)
 class Product:
-    """``left`` × ``right`` (two facts of the topic) in ``unit``: a figure in another unit than its dataset's, from
-    two measured columns (requests per second × tokens per request = tokens per second), never a typed factor."""
+    """``left`` × ``right`` (or ÷, with ``divide``; two facts of the topic) in ``unit``: a figure in another unit than
+    its dataset's, from two measured columns (requests per second × tokens per request = tokens per second; KV tokens
+    ÷ tokens per request = requests), never a typed factor."""
 
     left: str
     right: str
     unit: str
     digits: int | None = 0
+    divide: bool = False
 
 
 @dataclass(frozen=True)
