@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from measure.models import CONFIGS
 from measure.schema import Column, DatasetSchema, UnknownName
 
 if TYPE_CHECKING:
@@ -28,6 +29,15 @@ def spread(values) -> tuple[float | None, float | None, float | None]:
 
 # vLLM's flag for pooling models (embeddings, rerank): experiments that serve one share it from here.
 POOLING = ("--runner", "pooling")
+# Qwen3-Reranker served as a classifier (vLLM's example). measure/experiments/pooling.py holds an equal copy from
+# before this one existed (its source is part of its data's fingerprint); a test keeps the two equal, so one server
+# start serves both experiments.
+RERANKER_ARGS = POOLING + (
+    "--hf-overrides",
+    '{"architectures":["Qwen3ForSequenceClassification"],"classifier_from_token":["no","yes"],"is_original_qwen3_reranker":true}',
+    "--chat-template",
+    str(CONFIGS / "Qwen3-Reranker-0.6B" / "vllm" / "qwen3_reranker.jinja"),
+)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ DTYPES = ("int", "float", "str", "bool")
 CLIENT_LOAD = "client_load"
 # Quantities that are never below zero: a negative one in a data file is a bug, not a finding.
 NON_NEGATIVE_UNITS = frozenset({"tok/s", "req/s", "chunks/s", "ms", "s", "GiB", "MiB", "tokens", "requests", "chunks",
-                                "inputs", "docs", "px", "cores", "processes", "servers", "TFLOP/s", "GB/s", "GB"})
+                                "inputs", "inputs/s", "words", "docs", "docs/s", "px", "cores", "processes", "servers", "TFLOP/s",
+                                "GB/s", "GB"})
 SATURATED = 0.85
 ROLES = ("", CLIENT_LOAD)
 
@@ -33,7 +34,7 @@ FLOAT_CELL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
 # A ceiling no measurement reaches, per unit (the default for a column of that unit); others: GENERIC_CEILING.
 # A cell beyond it is a corrupted or hostile file, and the number formatter could not print it anyway.
 CEILINGS = {"ms": 1e8, "s": 1e7, "tok/s": 1e9, "req/s": 1e8, "chunks/s": 1e10, "GiB": 1e6, "MiB": 1e9,
-            "tokens": 1e10, "requests": 1e9, "chunks": 1e10, "inputs": 1e9, "docs": 1e9, "px": 1e6, "cores": 1e5,
+            "tokens": 1e10, "requests": 1e9, "chunks": 1e10, "inputs": 1e9, "inputs/s": 1e9, "words": 1e9, "docs": 1e9, "docs/s": 1e9, "px": 1e6, "cores": 1e5,
             "processes": 1e5, "servers": 1e5, "TFLOP/s": 1e6, "×": 1e6, "GB/s": 1e6, "GB": 1e6, "%": 1e4}
 GENERIC_CEILING = 1e15
 CLIENT_LOAD_CEILING = 1e3  # a load client's share of one core: its busiest process, or all of them on a big host

@@ -966,3 +966,15 @@ def test_servers_that_share_the_gpu_start_together_only_while_their_memory_share
     model = resolve(gpu.models["chat"], REPO / ".cache" / "models")
     plain = ServerSpec("chat", (), label="s0")
     assert server_id(plain, model, gpu) != server_id(replace(plain, shared_memory=big), model, gpu)
+
+
+def test_the_rerank_experiments_ask_for_one_and_the_same_reranker_server():
+    """pooling.py keeps its own copy of the reranker's flags (its source is its data's fingerprint): equal specs are
+    one server start, so a run of both experiments starts the reranker once."""
+    from measure.experiment import RERANKER_ARGS
+    from measure.experiments.pooling import RERANKER_ARGS as POOLING_RERANKER_ARGS
+    from measure.experiments.pooling import Pooling
+    from measure.experiments.rerank_documents import RerankDocuments
+
+    assert POOLING_RERANKER_ARGS == RERANKER_ARGS
+    assert Pooling().specs()[2].key == RerankDocuments.spec.key

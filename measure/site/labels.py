@@ -202,6 +202,11 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "tokens_per_input": ("每条输入 token", "tokens per input"),
     "input_words": ("每条输入的词数", "words per input"),
     "inputs_per_request": ("每个请求的输入条数", "inputs per request"),
+    "document_words": ("每篇文档的词数", "words per document"),
+    "document_tokens": ("每对的 token 数", "tokens per pair"),
+    "pairs_per_s": ("每秒打分的对数", "pairs per second"),
+    "latency_min_ms": ("最快的请求", "fastest request"),
+    "latency_p99_ms": ("延迟第 99 百分位", "latency, 99th percentile"),
     "inputs_per_s": ("每秒嵌入的输入", "inputs per second"),
     "latency_p50_ms": ("单个请求延迟中位数", "request latency, median"),
     "tokens_per_s": ("吞吐", "throughput"),
@@ -257,7 +262,7 @@ def model_label(name: str, lang: str) -> str:
 UNIT_ZH = {
     "cores": ("个核", "核"), "requests": ("个请求", "请求"), "processes": ("个进程", "进程"),
     "inputs": ("条输入", "输入"), "inputs/s": ("条输入/s", "输入/s"), "words": ("个词", "词"),
-    "servers": ("台", "台"), "docs": ("篇文档", "文档"),
+    "servers": ("台", "台"), "docs": ("篇文档", "文档"), "docs/s": ("篇文档/s", "文档/s"),
     "chunks": ("个块", "块"), "chunks/s": ("块/s", "块/s"), "params": ("个参数", "参数"),
     "HTTP status": ("HTTP 状态码", "HTTP"),
 }

@@ -4,6 +4,7 @@ server's memory, and which rerank route an API key guards."""
 from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
+CPU = "cpu-2c-x86-64"
 
 
 def embed(batch: int, fmt: str) -> Value:
@@ -24,6 +25,18 @@ def single_requests(column: str) -> Value:
         return Value("fidelity.workloads", column, {"workload": "embeddings", "concurrency": 64}, {"env": H200, "digits": 0})
     return Value("fidelity.comparison", column, {"workload": "embeddings", "concurrency": 64, "metric": "request throughput"},
                  {"env": H200, "digits": 0, "unit": "req/s"})
+
+
+def batching(env: str, words: int, per_request: int, concurrency: int, column: str = "tokens_per_s") -> Value:
+    """The embedding_batching grid: N inputs in one request, or single-input requests in flight, on one server."""
+    return Value("embedding_batching.grid", column,
+                 {"input_words": words, "inputs_per_request": per_request, "concurrency": concurrency},
+                 {"env": env, "digits": 0, "show_range": column == "tokens_per_s", "missing_ok": env == H200})
+
+
+def rerank(words: int, documents: int, column: str) -> Value:
+    return Value("rerank_documents.latency", column, {"document_words": words, "documents": documents},
+                 {"env": H200, "digits": 0, "missing_ok": True, "show_range": column == "pairs_per_s"})
 
 
 def status(path: str, key: str) -> Value:
@@ -56,6 +69,21 @@ topic("pooling", facts={
               "要在同一台服务器上把同样的输入按两种方式各发一次才能确定",
         "en": "the two runs change inputs per request, requests in flight and input length at once, and which of them "
               "makes the gap is not measured apart; the same inputs sent both ways to one server would settle it"}),
+    "h200_one": batching(H200, 512, 1, 1),
+    "h200_in_one_request": batching(H200, 512, 64, 1),
+    "h200_in_flight": batching(H200, 512, 1, 64),
+    "cpu_one": batching(CPU, 128, 1, 1),
+    "cpu_in_one_request": batching(CPU, 128, 32, 1),
+    "cpu_in_flight": batching(CPU, 128, 1, 4),
+    "cpu_request_vs_one": Ratio("cpu_in_one_request", ">>", "cpu_one", digits=1),
+    "cpu_flight_vs_one": Ratio("cpu_in_flight", ">", "cpu_one", digits=1),
+    "cpu_request_vs_flight": Ratio("cpu_in_one_request", ">>", "cpu_in_flight", show=False),
+    "rerank_100_1k_p50": rerank(1024, 100, "latency_p50_ms"),
+    "rerank_100_1k_p99": rerank(1024, 100, "latency_p99_ms"),
+    "rerank_100_1k_pairs": rerank(1024, 100, "pairs_per_s"),
+    "rerank_100_4k_p50": rerank(4096, 100, "latency_p50_ms"),
+    "rerank_100_4k_pairs": rerank(4096, 100, "pairs_per_s"),
+    "rerank_10_4k_p50": rerank(4096, 10, "latency_p50_ms"),
     "kv_gib_01": memory("kv_cache_gib", "0.1", digits=1),
     "kv_tokens_01": memory("kv_cache_tokens", "0.1", digits=0),
     "memory_tok_s_01": memory("tokens_per_s", "0.1", digits=0, show_range=True),
@@ -104,6 +132,31 @@ topic("pooling", facts={
                       "{tokens_per_input}); which of these makes the gap: {single_vs_batch_why}."},
         figure="batch-size",
         unsettled={"zh": "需要按批大小测嵌入吞吐。", "en": "Settling it takes embedding throughput by batch size."}),
+    Question(
+        ask={"zh": "一个请求带很多条输入，和很多个单条请求同时在途，哪个更快？",
+             "en": "Many inputs in one request, or many single-input requests in flight: which is faster?"},
+        answer={"zh": "同一台服务器、每条 512 个词的输入：一个请求带 64 条、一次一个请求时是 {h200_in_one_request}；"
+                      "每个请求一条、64 个同时在途时是 {h200_in_flight}；一次只发一条时是 {h200_one}。",
+                "en": "On one server, with inputs of 512 words: one request of 64 inputs at a time embedded "
+                      "{h200_in_one_request}; single-input requests, 64 in flight, {h200_in_flight}; one input at a "
+                      "time, {h200_one}."},
+        figure="inputs-per-request",
+        unsettled={"zh": "需要在 H200 上把同样的输入按两种方式（一个请求多条、多个请求在途）发给同一台服务器。",
+                   "en": "Settling it takes the same inputs sent both ways (many per request, many requests in "
+                         "flight) to one server on the H200."}),
+    Question(
+        ask={"zh": "给 100 篇长文档重排要多久？", "en": "How long does reranking 100 long documents take?"},
+        answer={"zh": "一个查询、100 篇各 1,024 个词的文档放在一个 /rerank 请求里，Qwen3-Reranker-0.6B（虚拟权重）"
+                      "的延迟中位数是 {rerank_100_1k_p50}，p99 是 {rerank_100_1k_p99}，每秒打分 {rerank_100_1k_pairs}；"
+                      "文档加长到 4,096 个词时是 {rerank_100_4k_p50}（{rerank_100_4k_pairs}），只有 10 篇时是 "
+                      "{rerank_10_4k_p50}。",
+                "en": "One query and 100 documents of 1,024 words each in one /rerank request took Qwen3-Reranker-0.6B "
+                      "(dummy weights) {rerank_100_1k_p50} at the median and {rerank_100_1k_p99} at p99, scoring "
+                      "{rerank_100_1k_pairs}; with documents of 4,096 words, {rerank_100_4k_p50} "
+                      "({rerank_100_4k_pairs}), and with only 10 of them, {rerank_10_4k_p50}."},
+        figure="long-documents",
+        unsettled={"zh": "需要在 H200 上按文档长度和篇数测 /rerank 的延迟。",
+                   "en": "Settling it takes /rerank latency by document length and count on the H200."}),
     Question(
         ask={"zh": "池化服务器要占多少显存？把 --gpu-memory-utilization 调低行吗？",
              "en": "How much GPU memory does a pooling server need; can --gpu-memory-utilization go low?"},
