@@ -85,15 +85,3 @@ def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, ch
         raise AssertionError(f"mkdocs build failed:\n{result.stdout}\n{result.stderr}")
     return result
 
-
-# `nox -s tests` runs two pytest workers (pytest-xdist, --dist loadgroup): every test that starts vLLM, and those that
-# time our own load client or watch processes come and go, form one group that one worker runs in order (two vLLM
-# servers at once would share two cores and slow each other's figures); the other tests run beside them, a file at a
-# time (its module fixtures built once).
-SERIAL_FILES = {"test_loadgen.py", "test_process_hygiene.py"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        serial = item.get_closest_marker("vllm") is not None or item.path.name in SERIAL_FILES
-        item.add_marker(pytest.mark.xdist_group("serial" if serial else item.path.name))

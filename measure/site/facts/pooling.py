@@ -65,10 +65,10 @@ topic("pooling", facts={
     "single_tok_s_bench": Product("single_req_s_bench", "single_tokens", "tok/s"),
     "single_vs_batch_bench": Ratio("single_tok_s_bench", ">>", "float_1024", show=False),  # the bench read it too
     "single_vs_batch_why": Unconfirmed({
-        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度，哪一个造成了差距没有分开测；"
-              "要在同一台服务器上把同样的输入按两种方式各发一次才能确定",
-        "en": "the two runs change inputs per request, requests in flight and input length at once, and which of them "
-              "makes the gap is not measured apart; the same inputs sent both ways to one server would settle it"}),
+        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度；下一节把同样的输入按两种方式发给同一台服务器，"
+              "把它们分开测，但 H200 上还没有测",
+        "en": "the two runs change inputs per request, requests in flight and input length at once; the next section "
+              "sends the same inputs both ways to one server to take them apart, but has not run on the H200 yet"}),
     "h200_one": batching(H200, 512, 1, 1),
     "h200_in_one_request": batching(H200, 512, 64, 1),
     "h200_in_flight": batching(H200, 512, 1, 64),
