@@ -1,6 +1,7 @@
 """A real headless Chromium reads the built site as a reader does: navigation to a chart, the language switch,
 search in both languages, every page without errors and within 1280 px; hostile data runs no script."""
 
+import contextlib
 import functools
 import http.server
 import os
@@ -20,35 +21,36 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
         "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module")
-def served_site(tmp_path_factory):
-    """(URL, folder) of the site built on the fixture data, served over HTTP as a reader's browser gets it."""
+@contextlib.contextmanager
+def serve(tmp: Path, data_root: Path, **build):
+    """Build the site from ``data_root`` into ``tmp/site`` and serve it over HTTP: yields (URL, folder)."""
     require(CHROMIUM is not None, "Debian's chromium", "apt-get install chromium (.ci/run does)")
-    tmp = tmp_path_factory.mktemp("browser")
     site = tmp / "site"
     site.mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    # site_url as published: canonical links and sitemap.xml name it; pages must work served anywhere else too.
-    build_site(REPO / "tests" / "fixtures" / "data", site, extra_env={"SITE_URL": "https://example.org/notes/"})
+    build_site(data_root, site, **build)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield url, site
-    server.shutdown()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", site
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def served_site(tmp_path_factory):
+    """(URL, folder) of the site built on the fixture data, served over HTTP as a reader's browser gets it."""
+    # site_url as published: canonical links and sitemap.xml name it; pages must work served anywhere else too.
+    with serve(tmp_path_factory.mktemp("browser"), REPO / "tests" / "fixtures" / "data",
+               extra_env={"SITE_URL": "https://example.org/notes/"}) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def published_site(tmp_path_factory):
     """(URL, folder) of the site built on the committed data/: the pages readers get, with every real table."""
-    require(CHROMIUM is not None, "Debian's chromium", "apt-get install chromium (.ci/run does)")
-    site = tmp_path_factory.mktemp("published") / "site"
-    site.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    build_site(REPO / "data", site, partial=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", site
-    server.shutdown()
+    with serve(tmp_path_factory.mktemp("published"), REPO / "data", partial=False) as served:
+        yield served
 
 
 def watch(page, origin: str) -> list[str]:

@@ -67,17 +67,19 @@ class EmbeddingBatching(Experiment):
     def requests(s: dict, concurrency: int) -> int:
         return max(2 * concurrency, s["min_requests"])
 
-    def points(self, profile) -> list[tuple[int, int, int]]:
-        """(words, inputs per request, concurrency) within the round-size cap."""
+    def grid(self, profile) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """(words, inputs per request, concurrency): the points within the round-size cap, and those over it."""
         s = self.sizes(profile)
-        return [(w, k, c) for w in s["input_words"] for k in s["inputs_per_request"] for c in s["concurrency"]
-                if self.requests(s, c) * k * w <= s["max_round_tokens"]]
+        points, skipped = [], []
+        for w in s["input_words"]:
+            for k in s["inputs_per_request"]:
+                for c in s["concurrency"]:
+                    (points if self.requests(s, c) * k * w <= s["max_round_tokens"] else skipped).append((w, k, c))
+        return points, skipped
 
     def plan(self, profile):
         s = self.sizes(profile)
-        points = self.points(profile)
-        skipped = [(w, k, c) for w in s["input_words"] for k in s["inputs_per_request"] for c in s["concurrency"]
-                   if (w, k, c) not in points]
+        points, skipped = self.grid(profile)
         what = (f"/v1/embeddings: {len(points)} points of input length × inputs per request × requests in flight"
                 + (f" (not measured, over {s['max_round_tokens']:,} tokens a round: "
                    + ", ".join(f"{w} words × {k} × {c}" for w, k, c in skipped) + ")" if skipped else ""))
@@ -86,7 +88,7 @@ class EmbeddingBatching(Experiment):
 
     def run(self, ctx):
         s = self.sizes(ctx.profile)
-        todo = [p for p in self.points(ctx.profile)
+        todo = [p for p in self.grid(ctx.profile)[0]
                 if not ctx.done(GRID, input_words=p[0], inputs_per_request=p[1], concurrency=p[2])]
         if not todo or not ctx.has("embedding"):
             return
