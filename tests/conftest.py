@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ def require(ok: bool, what: str, how: str) -> None:
     pytest.skip(f"{what} is missing ({how})")
 
 
+@functools.cache  # `import vllm` takes seconds; every vLLM test file asks
 def python_imports(code: str) -> bool:
     return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
@@ -85,3 +87,15 @@ def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, ch
         raise AssertionError(f"mkdocs build failed:\n{result.stdout}\n{result.stderr}")
     return result
 
+
+
+# `nox -s tests` hands whole files to two pytest workers (--dist loadfile) in collection order: the slowest files
+# first, so that neither worker is left with a long one at the end. Seconds from CI's --durations, roughly.
+SLOW_FILES = {"test_vllm_vision.py": 790, "test_vllm_limits.py": 660, "test_vllm_capacity.py": 560,
+              "test_vllm_parallel.py": 450, "test_vllm_e2e.py": 360, "test_vllm_lora.py": 280,
+              "test_vllm_prefill.py": 160, "test_vllm_process.py": 130, "test_scaffold.py": 100,
+              "test_vllm_attach.py": 90, "test_vllm_security_versions.py": 70, "test_browser.py": 60}
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: -SLOW_FILES.get(item.path.name, 0))  # stable: a file's own order is kept

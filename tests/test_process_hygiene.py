@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timing  # waits of seconds for processes to end
+
 FAKE_PYTHON = Path(__file__).parent / "fixtures" / "process" / "python"
 
 

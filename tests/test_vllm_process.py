@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,11 +33,13 @@ def wait_for(condition, timeout_s: float, what: str) -> None:
 
 
 def test_an_api_server_killed_mid_run_leaves_nothing_and_the_run_says_it_died(vllm_installed, tmp_path):
-    from measure.harness.server import group_members
+    from measure.harness.server import _inductor_cache_default, group_members
 
-    tmp_before = set(os.listdir("/tmp"))
+    # A TMPDIR of its own: what the run leaves there is its own, whatever other tests do in /tmp meanwhile
+    # (short: vLLM's socket paths under it must fit 107 bytes; tmp_path is too long).
+    tmp = Path(tempfile.mkdtemp(prefix="killed-", dir="/tmp"))
     state = tmp_path / "state"
-    env = os.environ | {"MEASURE_STATE_DIR": str(state), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
+    env = os.environ | {"MEASURE_STATE_DIR": str(state), "PYTHONUNBUFFERED": "1", "COLUMNS": "200", "TMPDIR": str(tmp)} \
         | smaller({"repeats": 2})
     run = subprocess.Popen(
         [sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", "pooling", "--profile", "cpu",
@@ -59,11 +63,14 @@ def test_an_api_server_killed_mid_run_leaves_nothing_and_the_run_says_it_died(vl
     finally:
         if run.poll() is None:
             run.kill()
+        # torch's compile cache stays where torch keeps it (TMPDIR/torchinductor_USER), as in any vLLM start
+        left = sorted(set(os.listdir(tmp)) - {Path(_inductor_cache_default()).name})
+        shutil.rmtree(tmp)
     assert run.returncode != 0
     assert "died (killed by signal SIGKILL) during the experiment" in out, out[-4000:]
     assert not Path(info["tmpdir"]).exists(), "the server's TMPDIR (vLLM's sockets) removed"
-    left = sorted(set(os.listdir("/tmp")) - tmp_before - {p.name for p in Path("/tmp").glob("pytest-*")})
-    assert not left, f"files the run left in /tmp: {left}"
+    assert Path(info["tmpdir"]).parent == tmp, "the server's TMPDIR made under the run's"
+    assert not left, f"files the run left in its TMPDIR: {left}"
 
 
 @pytest.fixture(scope="module")

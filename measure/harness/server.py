@@ -322,6 +322,18 @@ def launch(
     return server
 
 
+# vLLM binds its ZMQ sockets at TMPDIR/<36-character uuid>; the whole path must fit a Unix socket's 107 bytes.
+_SOCKET_PATH_MAX = 107
+_SERVER_TMPDIR_AND_SOCKET = len("/measure-vllm-12345678/") + 36
+
+
+def _short_tmp_root() -> str:
+    """The caller's temporary folder when a socket path under it fits, else /tmp (a long TMPDIR made vLLM fail
+    at start: "ipc path ... is longer than 107 characters")."""
+    root = tempfile.gettempdir()
+    return root if len(root) + _SERVER_TMPDIR_AND_SOCKET <= _SOCKET_PATH_MAX else "/tmp"
+
+
 def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, ...], env: dict[str, str],
           log_path: Path, python: str = sys.executable) -> Server:
     """Start vLLM on a free loopback port without waiting for it (several can start at once; see wait_ready)."""
@@ -330,7 +342,7 @@ def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # vLLM's IPC sockets and scratch files go to a folder of this server's (short: a socket path has 107 bytes),
     # removed when it stops; the compile caches keep the places they had (torch's default is under /tmp too).
-    tmpdir = Path(tempfile.mkdtemp(prefix="measure-vllm-"))
+    tmpdir = Path(tempfile.mkdtemp(prefix="measure-vllm-", dir=_short_tmp_root()))
     full_env = {"TORCHINDUCTOR_CACHE_DIR": _inductor_cache_default()} | os.environ.copy() | env | {"TMPDIR": str(tmpdir)}
     # An empty value in ``env`` unsets the variable: vLLM parses some as numbers and fails on "".
     full_env = {k: v for k, v in full_env.items() if not (k in env and env[k] == "")}
