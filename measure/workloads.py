@@ -1,4 +1,4 @@
-"""The workloads every experiment draws from: prompt texts, documents for rerank, and images.
+"""The workloads every experiment draws from: prompt texts, documents for rerank, images and videos.
 
 One module, as vLLM's ``benchmarks/datasets.py`` is one: experiments that measure the same quantity send the
 same inputs, and no experiment imports another to borrow them. Everything is generated from fixed seeds, so a
@@ -93,4 +93,34 @@ def draw(side: int, index: int) -> tuple[str, str, str]:
 
 def image_message(url: str, question: str) -> list[dict]:
     return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": question}]}]
+
+
+# ---- videos -----------------------------------------------------------------------------------------------
+
+QUESTION_VIDEO = "Which way does the rectangle move in the video? Answer with one word."
+
+
+def video(side: int, frames: int, index: int) -> str:
+    """A square video as vLLM's "video/jpeg" data URL (base64 JPEG frames joined by commas): a coloured rectangle
+    crossing a white frame, the frame number drawn below it. Decoded by the server like any video, with no video
+    codec needed on either side."""
+    rng = random.Random(SEED + 104_729 * index + side)
+    colour = COLOURS[rng.choice(sorted(COLOURS))]
+    font = ImageFont.load_default(size=max(12, side // 10))
+    parts = []
+    for f in range(frames):
+        img = Image.new("RGB", (side, side), "white")
+        pen = ImageDraw.Draw(img)
+        x = int((side * 0.6) * f / max(1, frames - 1))
+        pen.rectangle([x, side // 5, x + side // 3, side // 2], fill=colour)
+        pen.text((side // 10, int(side * 0.65)), f"{index}:{f}", fill="black", font=font)
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=85)
+        parts.append(base64.b64encode(buf.getvalue()).decode())
+    return "data:video/jpeg;base64," + ",".join(parts)
+
+
+def video_message(url: str, question: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": url}},
                                          {"type": "text", "text": question}]}]

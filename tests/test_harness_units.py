@@ -978,3 +978,16 @@ def test_the_rerank_experiments_ask_for_one_and_the_same_reranker_server():
 
     assert POOLING_RERANKER_ARGS == RERANKER_ARGS
     assert Pooling().specs()[2].key == RerankDocuments.spec.key
+
+
+def test_the_lora_experiments_make_their_adapters_alike():
+    """lora.py keeps its own copy of the adapter maker (its source is its data's fingerprint); lora_scale takes the
+    shared one: the two must stay one recipe."""
+    import inspect
+
+    from measure import adapters
+    from measure.experiments import lora
+
+    for name in ("adapter_shapes", "make_adapter"):
+        assert inspect.getsource(getattr(lora, name)) == inspect.getsource(getattr(adapters, name)), name
+    assert lora.TARGETS == adapters.TARGETS

@@ -1,14 +1,20 @@
-"""The LoRA experiment end to end on a real vLLM (CPU backend, tiny Qwen3, random peft adapters)."""
+"""The LoRA experiments end to end on a real vLLM (CPU backend, tiny Qwen3, random peft adapters): the cost of an
+adapter, and LoRA at scale (slots, swaps, runtime loading)."""
 
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
 pytestmark = pytest.mark.vllm
 
+# One and two slots over one and three adapters, one larger --max-lora-rank (the server that loads adapters at runtime)
+LORA_SCALE = {"max_loras": [1, 2], "adapters": [1, 3], "ranks": [8, 16], "rank_max_loras": 2, "concurrency": 3,
+              "requests": 6, "words": 16, "output_tokens": 4, "rounds": 1, "swap_requests": 3, "runtime_loads": 1}
+
 
 def test_lora_datasets(tmp_path):
     require(python_imports("import vllm, peft"), "vLLM and peft", VLLM_HOW)
-    out = run_measure(tmp_path, "lora-cpu", "lora", sizes={"lora_requests": 8, "repeats": 2, "colocate": 2})
+    out = run_measure(tmp_path, "lora-cpu", "lora", "lora_scale",
+                      sizes={"lora_requests": 8, "repeats": 2, "colocate": 2, "lora_scale": LORA_SCALE})
     assert "workload sizes replaced by MEASURE_SIZES" in out
     from measure.site.scan import make_store
 
@@ -25,3 +31,14 @@ def test_lora_datasets(tmp_path):
     row = compat.iloc[0]
     if row["started"] and row["adapter_request_ok"]:  # then /metrics says whether speculation ran for it
         assert 0 <= row["accepted_tokens"] <= row["draft_tokens"]
+
+    grid = store.frame(env_, "lora_scale.grid").set_index(["max_loras", "max_lora_rank", "adapters"])
+    assert sorted(grid.index) == [(1, 8, 1), (1, 8, 3), (2, 8, 1), (2, 8, 3), (2, 16, 1)]
+    assert ((grid["tokens_per_s_min"] <= grid["tokens_per_s"]) & (grid["tokens_per_s"] <= grid["tokens_per_s_max"])).all()
+    # One slot over three adapters: a batch holds one adapter's requests, so the same load runs well below one adapter's
+    assert grid.loc[(1, 8, 3), "tokens_per_s"] < 0.8 * grid.loc[(1, 8, 1), "tokens_per_s"]
+    swap = store.frame(env_, "lora_scale.swap").iloc[0]
+    assert swap["requests"] == 3 and swap["swap_ms"] == pytest.approx(swap["swap_ttft_ms"] - swap["resident_ttft_ms"])
+    runtime = store.frame(env_, "lora_scale.runtime_load").set_index("rank")
+    assert sorted(runtime.index) == [8, 16] and (runtime["max_lora_rank"] == 16).all()
+    assert (runtime["load_call_ms"] > 0).all() and (runtime["first_ttft_ms"] > 0).all() and (runtime["loads"] == 1).all()
