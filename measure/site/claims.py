@@ -80,6 +80,8 @@ TEXT = {
               "apart, beyond their recorded spread: which one holds for your deployment is not known",
     },
     "range": {"zh": "{n} 次测量，范围 {low}–{high}", "en": "{n} repeats, {low}–{high}"},
+    # the figure is a median over single timed requests (no repeats or rounds column): say so
+    "range_requests": {"zh": "{n} 个请求，范围 {low}–{high}", "en": "{n} requests, {low}–{high}"},
     "agree": {
         "zh": "这 {count} 次测量记录的范围相互重叠，彼此一致",
         "en": "the ranges these {count} measurements recorded overlap: they agree",
@@ -408,9 +410,10 @@ class ClaimRenderer:
         low, high = row[f"{column}_min"], row[f"{column}_max"]
         if pd.isna(low) or pd.isna(high):
             return ""
-        count = next((row[c] for c in ("repeats", "rounds") if c in names and not pd.isna(row[c])), None)
-        return t("range", self.lang).format(
-            n=format_number(count, self.lang, 0) if count is not None else "?",
+        counted = next(((c, row[c]) for c in ("repeats", "rounds", "requests") if c in names and not pd.isna(row[c])),
+                       (None, None))
+        return t("range_requests" if counted[0] == "requests" else "range", self.lang).format(
+            n=format_number(counted[1], self.lang, 0) if counted[1] is not None else "?",
             low=format_number(low * scale, self.lang, digits), high=format_number(high * scale, self.lang, digits))
 
     def agreement(self, quantity: str, *, env: str, **group) -> str:

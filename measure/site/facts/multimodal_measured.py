@@ -1,7 +1,7 @@
 """Multimodal, measured (docs/multimodal-measured.*.md): Qwen3-VL-2B on the H200: image tokens, a repeated image,
 several images per prompt, and whether image URLs reach internal hosts."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Question, Ratio, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -17,6 +17,16 @@ def images(count: int) -> Value:
 
 def fetch(column: str, setting: str, url_kind: str) -> Value:
     return Value("security.media_fetch", column, {"setting": setting, "url_kind": url_kind}, {"env": H200})
+
+
+def clip(column: str, frames: int, px: int, digits: int = 0) -> Value:
+    """video.frames: one new video of FRAMES frames of PX × PX at a time."""
+    return Value("video.frames", column, {"frames": frames, "side": px},
+                 {"env": H200, "digits": digits, "show_range": column == "ttft_ms"})
+
+
+def kv_with(limit: str) -> Value:
+    return Value("video.startup_memory", "kv_cache_tokens", {"limit_mm": limit}, {"env": H200, "digits": 0})
 
 
 ALLOWED = "--allowed-media-domains localhost"
@@ -43,6 +53,23 @@ topic("multimodal-measured", facts={
     "redirect_allowed": fetch("paths_requested", ALLOWED, "allowed name redirecting to loopback"),
     "redirect_off": fetch("paths_requested", f"{ALLOWED} + VLLM_MEDIA_URL_ALLOW_REDIRECTS=0",
                           "allowed name redirecting to loopback"),
+    "frame_224": clip("tokens_per_frame", 8, 224, 1),
+    "frame_448": clip("tokens_per_frame", 8, 448, 1),
+    "frame_896": clip("tokens_per_frame", 8, 896, 1),
+    "frame_896_vs_224": Ratio("frame_896", ">>", "frame_224", digits=1),
+    "frame_896_at_32": clip("tokens_per_frame", 32, 896, 1),
+    "frame_896_at_32_fewer": Ratio("frame_896_at_32", "<", "frame_896", show=False),
+    "frame_896_at_32_why": Unconfirmed({
+        "zh": "32 帧 896 像素时每帧的 token 变少，可能是处理器为整段视频的像素总量设了上限而把帧缩小了；没有单独验证",
+        "en": "fewer tokens a frame at 32 frames of 896 px may be the processor scaling frames down to a cap on the "
+              "whole video's pixels; not checked on its own"}),
+    "video_tokens_32_896": clip("prompt_tokens", 32, 896),
+    "video_ttft_4_224": clip("ttft_ms", 4, 224),
+    "video_ttft_32_896": clip("ttft_ms", 32, 896),
+    "video_ttft_32_896_vs_4_224": Ratio("video_ttft_32_896", ">>", "video_ttft_4_224", digits=0),
+    "kv_no_video": kv_with("video 0"),
+    "kv_video": kv_with("video 1"),
+    "kv_video_vs_none": Ratio("kv_video", "≈", "kv_no_video", digits=3),
 }, questions=(
     Question(
         ask={"zh": "一张图像算多少 token？", "en": "How many tokens is an image?"},
@@ -81,4 +108,23 @@ topic("multimodal-measured", facts={
         figure="ssrf",
         unsettled={"zh": "需要在本机起一个服务，再让 vLLM 去取指向它的 URL。",
                    "en": "Settling it takes a local service and vLLM asked to fetch URLs pointing at it."}),
+    Question(
+        ask={"zh": "一段视频算多少 token？允许视频输入要占多少显存？",
+             "en": "How many tokens is a video, and what does allowing video cost in memory?"},
+        answer={"zh": "H200 上的 Qwen3-VL-2B-Instruct（虚拟权重，vLLM 0.26.0），8 帧的视频每帧约 {frame_224}（224 像素见方）、"
+                      "{frame_448}（448 像素）、{frame_896}（896 像素，{frame_896_vs_224}）。32 帧 896 像素的视频连同提问共 "
+                      "{video_tokens_32_896}，首 token 要等 {video_ttft_32_896}，4 帧 224 像素时只要 {video_ttft_4_224}。"
+                      "显存方面几乎不占：--max-model-len 32768、整张卡时，允许每个提示带一段视频，KV 缓存是 {kv_video}，"
+                      "不允许时是 {kv_no_video}（{kv_video_vs_none}）。",
+                "en": "For Qwen3-VL-2B-Instruct on one H200 (dummy weights, vLLM 0.26.0), a frame of an 8-frame video "
+                      "was about {frame_224} at 224 pixels square, {frame_448} at 448 and {frame_896} at 896 "
+                      "({frame_896_vs_224}). 32 frames of 896 pixels and a question made {video_tokens_32_896}, and "
+                      "the first token took {video_ttft_32_896}, against {video_ttft_4_224} for 4 frames of 224. In "
+                      "memory it costs next to nothing: at --max-model-len 32768 on the whole device, allowing one "
+                      "video per prompt left a KV cache of {kv_video}, against {kv_no_video} with videos off "
+                      "({kv_video_vs_none})."},
+        figure="video",
+        unsettled={"zh": "需要用合成视频按帧数和分辨率测提示 token 数与 TTFT，并比较允许与不允许视频时启动后剩下的 KV 空间。",
+                   "en": "Settling it takes synthetic videos by frame count and resolution: prompt tokens and TTFT, "
+                         "and the KV cache left at start-up with and without video allowed."}),
 ), title={"zh": "多模态实测", "en": "Multimodal, measured"})

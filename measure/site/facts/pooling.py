@@ -65,13 +65,25 @@ topic("pooling", facts={
     "single_tok_s_bench": Product("single_req_s_bench", "single_tokens", "tok/s"),
     "single_vs_batch_bench": Ratio("single_tok_s_bench", ">>", "float_1024", show=False),  # the bench read it too
     "single_vs_batch_why": Unconfirmed({
-        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度；下一节把同样的输入按两种方式发给同一台服务器，"
-              "把它们分开测，但 H200 上还没有测",
+        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度；下一节在 H200 上把前两者分开测了，"
+              "但没有测一个请求带 1,024 条输入的情形",
         "en": "the two runs change inputs per request, requests in flight and input length at once; the next section "
-              "sends the same inputs both ways to one server to take them apart, but has not run on the H200 yet"}),
+              "takes the first two apart on the H200, but not with 1,024 inputs in one request"}),
     "h200_one": batching(H200, 512, 1, 1),
     "h200_in_one_request": batching(H200, 512, 64, 1),
     "h200_in_flight": batching(H200, 512, 1, 64),
+    "h200_flight_vs_request": Ratio("h200_in_flight", ">", "h200_in_one_request", digits=2),
+    "h200_request_vs_one": Ratio("h200_in_one_request", ">>", "h200_one", digits=1),
+    "h200_both": batching(H200, 512, 16, 16),
+    "h200_both_vs_flight": Ratio("h200_both", ">", "h200_in_flight", digits=2),
+    "h200_short_in_one_request": batching(H200, 32, 64, 1),
+    "h200_short_in_flight": batching(H200, 32, 1, 64),
+    "h200_short_flight_vs_request": Ratio("h200_short_in_flight", "<<", "h200_short_in_one_request", digits=2),
+    "h200_short_tokens": batching(H200, 32, 1, 64, "tokens_per_input"),
+    "h200_short_req_s_16": batching(H200, 32, 1, 16, "inputs_per_s"),
+    "h200_short_req_s_64": batching(H200, 32, 1, 64, "inputs_per_s"),
+    "h200_short_req_s_64_vs_16": Ratio("h200_short_req_s_64", "≈", "h200_short_req_s_16"),
+    "h200_tokens_512": batching(H200, 512, 1, 64, "tokens_per_input"),
     "cpu_one": batching(CPU, 128, 1, 1),
     "cpu_in_one_request": batching(CPU, 128, 32, 1),
     "cpu_in_flight": batching(CPU, 128, 1, 4),
@@ -135,11 +147,23 @@ topic("pooling", facts={
     Question(
         ask={"zh": "一个请求带很多条输入，和很多个单条请求同时在途，哪个更快？",
              "en": "Many inputs in one request, or many single-input requests in flight: which is faster?"},
-        answer={"zh": "同一台服务器、每条 512 个词的输入：一个请求带 64 条、一次一个请求时是 {h200_in_one_request}；"
-                      "每个请求一条、64 个同时在途时是 {h200_in_flight}；一次只发一条时是 {h200_one}。",
-                "en": "On one server, with inputs of 512 words: one request of 64 inputs at a time embedded "
-                      "{h200_in_one_request}; single-input requests, 64 in flight, {h200_in_flight}; one input at a "
-                      "time, {h200_one}."},
+        answer={"zh": "取决于输入长度。同一台服务器、每条 512 个词（约 {h200_tokens_512}）的输入：一个请求带 64 条、一次一个请求时"
+                      "是 {h200_in_one_request}（一次只发一条时 {h200_one} 的 {h200_request_vs_one}）；每个请求一条、64 个同时在途"
+                      "时是 {h200_in_flight}，是前者的 {h200_flight_vs_request}；两者结合，16 个请求各带 16 条时是 {h200_both}"
+                      "（单条请求的 {h200_both_vs_flight}）。输入很短时（32 个词，约 {h200_short_tokens}）顺序反过来：一个请求带 64 条"
+                      "是 {h200_short_in_one_request}，64 个单条请求同时在途只有 {h200_short_in_flight}（{h200_short_flight_vs_request}）。"
+                      "这时单条请求碰到的是请求数的上限，而不是 token 的上限：16 个在途时 {h200_short_req_s_16}，64 个在途时 "
+                      "{h200_short_req_s_64}（{h200_short_req_s_64_vs_16}）。",
+                "en": "It depends on the input length. On one server, with inputs of 512 words (about "
+                      "{h200_tokens_512} each): one request of 64 inputs at a time embedded {h200_in_one_request} "
+                      "({h200_request_vs_one} one input at a time, {h200_one}); single-input requests, 64 in flight, "
+                      "{h200_in_flight}, {h200_flight_vs_request} the single request's; and both at once, 16 requests "
+                      "of 16 inputs, {h200_both} ({h200_both_vs_flight} the single-input requests'). With short inputs "
+                      "of 32 words (about {h200_short_tokens}) the order turns: one request of 64 inputs "
+                      "{h200_short_in_one_request}, 64 single-input requests in flight {h200_short_in_flight} "
+                      "({h200_short_flight_vs_request}). There the single-input requests met a ceiling in requests, "
+                      "not in tokens: {h200_short_req_s_16} with 16 in flight and {h200_short_req_s_64} with 64 "
+                      "({h200_short_req_s_64_vs_16})."},
         figure="inputs-per-request",
         unsettled={"zh": "需要在 H200 上把同样的输入按两种方式（一个请求多条、多个请求在途）发给同一台服务器。",
                    "en": "Settling it takes the same inputs sent both ways (many per request, many requests in "
