@@ -239,6 +239,24 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "workers": ("工作进程", "workers"),
     "workload": ("负载", "workload"),
     "wrong_key": ("错误密钥", "wrong key"),
+    # lora_scale
+    "max_lora_rank": ("rank 上限", "rank limit"),
+    "resident_ttft_ms": ("已在槽位时 TTFT", "TTFT, adapter resident"),
+    "resident_ttft_ms_min": ("已在槽位时 TTFT 最低", "TTFT resident, lowest"),
+    "resident_ttft_ms_max": ("已在槽位时 TTFT 最高", "TTFT resident, highest"),
+    "swap_ttft_ms": ("需换入时 TTFT", "TTFT, adapter swapped in"),
+    "swap_ttft_ms_min": ("需换入时 TTFT 最低", "TTFT swapped in, lowest"),
+    "swap_ttft_ms_max": ("需换入时 TTFT 最高", "TTFT swapped in, highest"),
+    "swap_ms": ("每次换入的代价", "cost of one swap"),
+    "loads": ("加载次数", "loads"),
+    "load_call_ms": ("加载调用耗时", "load call"),
+    "later_ttft_ms": ("之后请求的 TTFT", "TTFT of later requests"),
+    "base_ttft_ms": ("基座模型 TTFT", "base model TTFT"),
+    # video
+    "frames": ("帧数", "frames"),
+    "video_tokens": ("视频 token", "video tokens"),
+    "tokens_per_frame": ("每帧 token", "tokens per frame"),
+    "limit_mm_per_prompt": ("--limit-mm-per-prompt 取值", "--limit-mm-per-prompt value"),
 }
 LANG_INDEX = {"zh": 0, "en": 1}
 
@@ -323,6 +341,8 @@ VALUE_ZH = {
     "URL parsers": "URL 解析器", "urllib.parse (standard library)": "urllib.parse（标准库）",
     "yarl (aiohttp's URL parser)": "yarl（aiohttp 的 URL 解析器）", "refused": "拒绝",
     "load an adapter from /etc/hostname (with the key)": "从 /etc/hostname 加载适配器（带密钥）",
+    # video
+    "video 0": "不允许视频", "video 1": "允许一段视频",
 }
 # Values built from parts (security_versions' probes and outcomes): translated part by part.
 _PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.compile(r"^fetched (.+)$"), "取了 {}"),
