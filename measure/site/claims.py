@@ -892,15 +892,16 @@ class ClaimRenderer:
                         trace["marker"] = {"symbol": "diamond-open", "size": 11}
                 traces.append(trace)
 
-        def axis(col, log, category=False):
+        def axis(col, log, category=False, settings=False):
             found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "type": "category" if category else "log" if log else "linear"}
-            return found if category else found | self._ticks(col, [v for _, rows in frames for v in rows[col.name]])
+            values = [v for _, rows in frames for v in rows[col.name]]
+            return found if category else found | self._ticks(col, values, settings)
 
         figure = {
             "data": traces,
             "layout": {
                 "title": {"text": _plotly_text(title)},
-                "xaxis": axis(xcol, log_x, category=kind == "bar"),
+                "xaxis": axis(xcol, log_x, category=kind == "bar", settings=True),
                 **({"barmode": "group"} if kind == "bar" else {}),
                 "yaxis": axis(ycol, log_y),
                 "margin": {"t": 48 if title else 16, "r": 16},
@@ -927,12 +928,13 @@ class ClaimRenderer:
             return f"{labels.get(color) or column_label(color, self.lang)} {format_number(shown, self.lang)}"
         return str(shown)
 
-    def _ticks(self, column, values) -> dict:
-        """Ticks a reader can read: an axis of a few measured settings (concurrency, batch size) is labelled at
-        exactly those values, printed by the site's number rule; any other numeric axis gets three significant
-        digits with separators, whole numbers only on a whole-number column."""
+    def _ticks(self, column, values, settings: bool = False) -> dict:
+        """Ticks a reader can read: an x axis of a few settings (concurrency, batch size) is labelled at exactly
+        those values, printed by the site's number rule; any other numeric axis (a measured y: its values may lie
+        close together, and labels at each would overlap) gets three significant digits with separators, whole
+        numbers only on a whole-number column."""
         numbers = sorted({float(v) for v in values if isinstance(v, (int, float)) and not pd.isna(v)})
-        if column.dtype == "int" and 0 < len(numbers) <= 12:
+        if settings and column.dtype == "int" and 0 < len(numbers) <= 12:
             return {"tickmode": "array", "tickvals": [_json_value(v) for v in numbers],
                     "ticktext": [format_number(v, self.lang) for v in numbers], "hoverformat": ",d"}
         return {"tickformat": ",d" if column.dtype == "int" else ",.3~r",
