@@ -65,10 +65,15 @@ topic("pooling", facts={
     "single_tok_s_bench": Product("single_req_s_bench", "single_tokens", "tok/s"),
     "single_vs_batch_bench": Ratio("single_tok_s_bench", ">>", "float_1024", show=False),  # the bench read it too
     "single_vs_batch_why": Unconfirmed({
-        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度；下一节在 H200 上把前两者分开测了，"
-              "但没有测一个请求带 1,024 条输入的情形",
-        "en": "the two runs change inputs per request, requests in flight and input length at once; the next section "
-              "takes the first two apart on the H200, but not with 1,024 inputs in one request"}),
+        "zh": "两次测量同时改变了每个请求的输入条数、在途请求数和输入长度。下一节在 H200 上把前两者分开测了：输入长时，"
+              "请求在途确实比塞进一个请求快；同一个 1,024 条的请求改用 base64 输出时快了好几倍（见 encoding_format 那个问题），说明把 1,024 个向量写成 JSON "
+              "数字占了这一批的大半时间。为什么 64 个单条请求为同样的 JSON 付出的少，没有测",
+        "en": "the two runs change inputs per request, requests in flight and input length at once. The next section "
+              "takes the first two apart on the H200: with long inputs, requests in flight are indeed faster than one "
+              "request; and the same 1,024-input request with base64 output ran several times as fast (see the question on "
+              "encoding_format), so writing 1,024 "
+              "vectors as JSON numbers is most of that batch's time. Why 64 single-input requests pay less for the "
+              "same JSON is not measured"}),
     "h200_one": batching(H200, 512, 1, 1),
     "h200_in_one_request": batching(H200, 512, 64, 1),
     "h200_in_flight": batching(H200, 512, 1, 64),
