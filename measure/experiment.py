@@ -59,10 +59,14 @@ class ServerSpec:
     # Its memory flags when it shares the device, in place of the profile's colocate_args (a larger model, or a
     # KV cache of a set size); ignored where servers start one at a time (the CPU profile).
     shared_memory: tuple[str, ...] = ()
+    # How it is started: "" the OpenAI API server module (one front-end process, whatever --api-server-count says),
+    # "vllm serve" the CLI's serve command (the only one that acts on --api-server-count in vLLM 0.26).
+    front_end: str = ""
 
     @property
     def key(self) -> tuple:
         marks = tuple(m for m, on in (("alone", self.starts_alone), ("facts-only", self.facts_only)) if on)
+        marks += (f"front end {self.front_end}",) if self.front_end else ()
         marks += (f"vllm {self.vllm}",) if self.vllm else ()
         marks += (("shared memory",) + self.shared_memory,) if self.shared_memory else ()
         return (self.model_role, self.args, self.env) + ((marks,) if marks else ())

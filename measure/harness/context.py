@@ -149,7 +149,8 @@ class ServerPool:
             console.print(f"[bold]starting vLLM[/] {sid}" + (f" (together with {len(group) - 1} more)" if len(group) > 1
                           else "") + (" for its start-up facts only" if spec.facts_only else "") + f" …  (log: {log})")
             python = str(python_for(spec.vllm)) if spec.vllm else self.python
-            server = srv.spawn(model.server_args, model.name, server_args(spec, self.profile), env, log, python=python)
+            server = srv.spawn(model.server_args, model.name, server_args(spec, self.profile), env, log, python=python,
+                               front_end=spec.front_end)
             started.append((spec, sid, model, env, server))
         for spec, sid, model, env, server in started:
             try:

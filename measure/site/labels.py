@@ -252,6 +252,14 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "load_call_ms": ("加载调用耗时", "load call"),
     "later_ttft_ms": ("之后请求的 TTFT", "TTFT of later requests"),
     "base_ttft_ms": ("基座模型 TTFT", "base model TTFT"),
+    # api_servers
+    "api_server_count": ("API 服务器进程数（参数）", "--api-server-count"),
+    "api_processes": ("看到的 API 服务器进程", "API-server processes seen"),
+    "processes": ("服务器的进程", "server processes"),
+    "api_cpu": ("API 服务器 CPU", "API-server CPU"),
+    "api_cpu_max": ("最忙 API 服务器 CPU", "busiest API-server CPU"),
+    "engine_cpu": ("引擎核心 CPU", "engine-core CPU"),
+    "requests_per_s": ("每秒请求数", "requests per second"),
     # video
     "frames": ("帧数", "frames"),
     "video_tokens": ("视频 token", "video tokens"),

@@ -1,5 +1,5 @@
 """Memory and capacity (docs/capacity.*.md): decode against the bandwidth floor, what the memory setting buys in KV
-tokens and requests, what a full cache does, and the fp8 KV cache. The H200's figures (full-size Qwen3, dummy
+tokens and requests, what a full cache does, the fp8 KV cache, batch limits, and --api-server-count. The H200's figures (full-size Qwen3, dummy
 weights, default mode)."""
 
 from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
@@ -30,7 +30,28 @@ def kv(column: str, dtype: str, prompt: int, digits: int = 1) -> Value:
     return h200("kv_dtype.compare", column, digits, kv_cache_dtype=dtype, prompt_tokens=prompt)
 
 
+def front(column: str, model: str, count: int, concurrency: int, digits: int = 0, spread: bool = False) -> Value:
+    return h200("api_servers.load", column, digits, spread, model=model, api_server_count=count,
+                concurrency=concurrency)
+
+
+CPU = "cpu-2c-x86-64"
+
 topic("capacity", facts={
+    "api_chat_1": front("tokens_per_s", "Qwen3-0.6B", 1, 256, spread=True),
+    "api_chat_4": front("tokens_per_s", "Qwen3-0.6B", 4, 256, spread=True),
+    "api_chat_cpu_1": front("api_cpu", "Qwen3-0.6B", 1, 256, digits=2),
+    "api_engine_cpu_1": front("engine_cpu", "Qwen3-0.6B", 1, 256, digits=2),
+    "api_chat_ttft_1": front("ttft_p50_ms", "Qwen3-0.6B", 1, 256),
+    "api_chat_ttft_4": front("ttft_p50_ms", "Qwen3-0.6B", 4, 256),
+    "api_8b_1": front("tokens_per_s", "Qwen3-8B", 1, 256, spread=True),
+    "api_8b_4": front("tokens_per_s", "Qwen3-8B", 4, 256, spread=True),
+    "api_embed_1": front("tokens_per_s", "Qwen3-Embedding-0.6B", 1, 256, spread=True),
+    "api_embed_4": front("tokens_per_s", "Qwen3-Embedding-0.6B", 4, 256, spread=True),
+    "api_embed_cpu_1": front("api_cpu", "Qwen3-Embedding-0.6B", 1, 256, digits=2),
+    "api_processes_cpu": Value("api_servers.load", "api_processes",
+                               {"model": "tiny-Qwen3-0.6B", "api_server_count": 2, "concurrency": 8},
+                               {"env": CPU, "unit": ""}),
     "tpot_06b": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-0.6B"),
     "floor_06b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
     "floor_share_06b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
@@ -166,4 +187,23 @@ topic("capacity", facts={
         unsettled={"zh": "需要在 H200 上按 --max-num-seqs 与 --max-num-batched-tokens 的组合各启动一个服务器，发同样的请求。",
                    "en": "Settling it takes one server per combination of --max-num-seqs and --max-num-batched-tokens on "
                          "the H200, each sent the same requests."}),
+    Question(
+        ask={"zh": "一张 GPU 上该不该设 --api-server-count？", "en": "Should I set --api-server-count on one GPU?"},
+        answer={"zh": "H200 上 Qwen3-0.6B、256 个对话请求同时在途：1 个 API 服务器进程时输出吞吐 {api_chat_1}（它用了 "
+                      "{api_chat_cpu_1} 的 CPU，引擎核心 {api_engine_cpu_1}），首 token 中位数 {api_chat_ttft_1}；4 个进程时 "
+                      "{api_chat_4}，首 token 中位数 {api_chat_ttft_4}。Qwen3-8B 是 {api_8b_1} 对 {api_8b_4}。嵌入"
+                      "（Qwen3-Embedding-0.6B，256 个在途）是 {api_embed_1} 对 {api_embed_4}，1 个进程时 API 服务器用了 "
+                      "{api_embed_cpu_1}。这个参数只有经 vllm serve 启动才生效：在 CPU 替身上，--api-server-count 2 "
+                      "留下了 {api_processes_cpu} 个 API 服务器进程。",
+                "en": "On the H200 with Qwen3-0.6B and 256 chat requests in flight: one API-server process delivered "
+                      "{api_chat_1} of output (using {api_chat_cpu_1} of CPU, the engine core {api_engine_cpu_1}), a "
+                      "median first token after {api_chat_ttft_1}; four processes {api_chat_4}, first token after "
+                      "{api_chat_ttft_4}. Qwen3-8B: {api_8b_1} against {api_8b_4}. Embeddings "
+                      "(Qwen3-Embedding-0.6B, 256 in flight): {api_embed_1} against {api_embed_4}, the one API server "
+                      "using {api_embed_cpu_1}. The flag takes effect only through vllm serve: on the CPU stand-in, "
+                      "--api-server-count 2 left {api_processes_cpu} API-server processes."},
+        figure="api-server-count",
+        unsettled={"zh": "需要用 vllm serve 以 --api-server-count 1、2、4 分别跑对话和嵌入，记录吞吐、TTFT 和各进程的 CPU 占用。",
+                   "en": "Settling it takes chat and embeddings served through `vllm serve` at --api-server-count 1, 2 "
+                         "and 4, with throughput, TTFT and each process's CPU share."}),
 ), title={"zh": "显存与容量", "en": "Memory and capacity"})

@@ -56,7 +56,7 @@ topic("lora", facts={
     "four_slots_eight_vs_four": Ratio("four_slots_eight", "<<", "four_slots_four"),
     "ttft_one_slot_sixteen": scale(1, 16, "ttft_p50_ms"),
     "ttft_eight_slots_sixteen": scale(8, 16, "ttft_p50_ms"),
-    "ttft_one_slot_one": scale(1, 1, "ttft_p50_ms"),
+    "ttft_eight_slots_eight": scale(8, 8, "ttft_p50_ms"),
     "resident_ttft": swap("resident_ttft_ms"),
     "swapped_ttft": swap("swap_ttft_ms"),
     "swap_ms": swap("swap_ms"),
@@ -108,7 +108,7 @@ topic("lora", facts={
              "en": "With many adapters in the requests, how large should --max-loras be?"},
         answer={"zh": "至少和同时在用的适配器一样多。H200 上 16 个请求同时在途、轮流使用 rank 8 适配器时：--max-loras 8 下 8 个适配器"
                       "的吞吐是 {eight_slots_eight}，和 1 个槽位只用 1 个适配器时（{one_slot_one}）相当；换成 16 个适配器就降到 "
-                      "{eight_slots_sixteen}（{eight_slots_sixteen_vs_eight}），首 token 时间中位数从 {ttft_one_slot_one} 升到 "
+                      "{eight_slots_sixteen}（{eight_slots_sixteen_vs_eight}），首 token 时间中位数从 {ttft_eight_slots_eight} 升到 "
                       "{ttft_eight_slots_sixteen}。只有 1 个槽位时，16 个适配器只剩 {one_slot_sixteen}（{one_slot_sixteen_vs_one}），"
                       "首 token 时间中位数 {ttft_one_slot_sixteen}；--max-loras 4 下从 4 个适配器（{four_slots_four}）到 8 个"
                       "（{four_slots_eight}）是 {four_slots_eight_vs_four}。",
@@ -116,7 +116,7 @@ topic("lora", facts={
                       "taking rank-8 adapters in turn: with --max-loras 8, eight adapters ran at {eight_slots_eight}, "
                       "on a par with one adapter in one slot ({one_slot_one}); sixteen adapters fell to "
                       "{eight_slots_sixteen} ({eight_slots_sixteen_vs_eight}) and the median time to first token rose "
-                      "from {ttft_one_slot_one} to {ttft_eight_slots_sixteen}. With one slot, sixteen adapters ran at "
+                      "from {ttft_eight_slots_eight} to {ttft_eight_slots_sixteen}. With one slot, sixteen adapters ran at "
                       "{one_slot_sixteen} ({one_slot_sixteen_vs_one}), a median first token after "
                       "{ttft_one_slot_sixteen}; with --max-loras 4, going from four adapters ({four_slots_four}) to "
                       "eight ({four_slots_eight}) gave {four_slots_eight_vs_four}."},

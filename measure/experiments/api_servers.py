@@ -1,0 +1,185 @@
+"""Front end against engine: what ``--api-server-count`` does for chat and for embeddings on one GPU.
+
+Every server here is started through ``vllm serve`` (run as ``python -m vllm.entrypoints.cli.main serve``), the
+only start command that acts on the flag in vLLM 0.26; the processes each start left are recorded by their titles
+(``VLLM::APIServer_N``, ``VLLM::EngineCore``…), and while each round runs, the CPU share of the API-server processes
+(together, and the busiest one) and of the engine core is sampled from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections import Counter
+from pathlib import Path
+
+from measure.experiment import POOLING, Experiment, ServerSpec, Step, register, spread
+from measure.harness.loadgen import HttpRequest, default_workers
+from measure.harness.procstat import CpuSampler, group_members
+from measure.schema import CLIENT_LOAD, Column, DatasetSchema
+from measure.workloads import random_words
+
+# Workload sizes per profile (MEASURE_SIZES may replace them: '{"api_servers": {...}}').
+SIZES = {
+    "cpu": {"roles": ("chat", "embedding"), "counts": (1, 2), "concurrency": (2, 8), "min_requests": 8, "rounds": 2,
+            "words": 32, "output_tokens": 8},
+    "gpu": {"roles": ("chat", "parallel", "embedding"), "counts": (1, 2, 4), "concurrency": (16, 64, 256),
+            "min_requests": 128, "rounds": 3, "words": 200, "output_tokens": 128},
+}
+WORKLOAD = {"chat": "chat", "parallel": "chat", "embedding": "embeddings"}
+# How the processes column names each kind: vLLM's own process titles, and the command that started them
+SHOWN = {"api": "APIServer", "engine": "EngineCore", "worker": "Worker", "other": "vllm serve"}
+# Qwen3-8B beside the other servers: its weights take ~16 GiB beyond the shared KV cache
+LARGE_MODEL_MEMORY = ("--gpu-memory-utilization", "0.3", "--kv-cache-memory-bytes", str(16 << 30))
+
+LOAD = DatasetSchema(
+    name="api_servers.load",
+    title={"zh": "API 服务器进程数与吞吐、延迟和 CPU 占用", "en": "API-server processes, throughput, latency and CPU"},
+    key=("model", "api_server_count", "concurrency"),
+    doc="Each round sends max(2 × concurrency, min_requests) requests; medians over the timed rounds (after one "
+        "warm-up round at each load point). CPU shares are CPU seconds ÷ the round's wall seconds, highest round.",
+    columns=(
+        Column("model", "str"),
+        Column("weights", "str", doc="dummy | real"),
+        Column("workload", "str", doc="chat | embeddings"),
+        Column("api_server_count", "int", "processes", "--api-server-count"),
+        Column("api_processes", "int", "processes", "API-server processes seen once the server was up"),
+        Column("processes", "str", doc="every process of the server by its title (vllm serve: the launcher), with counts"),
+        Column("concurrency", "int", "requests", "requests in flight"),
+        Column("requests", "int", "requests", "per round"),
+        Column("rounds", "int", "", "timed rounds"),
+        Column("tokens_per_s", "float", "tok/s", "chat: output tokens; embeddings: prompt tokens; per second of a "
+               "round, median over rounds"),
+        Column("tokens_per_s_min", "float", "tok/s"),
+        Column("tokens_per_s_max", "float", "tok/s"),
+        Column("requests_per_s", "float", "req/s", "median over rounds"),
+        Column("ttft_p50_ms", "float", "ms", "chat: median TTFT of a round, median over rounds", nullable=True),
+        Column("itl_p50_ms", "float", "ms", "chat: median inter-token latency, median over rounds", nullable=True),
+        Column("latency_p50_ms", "float", "ms", "a request sent to answered, median over rounds"),
+        Column("api_cpu", "float", "cores", "the API-server processes together"),
+        Column("api_cpu_max", "float", "cores", "the busiest API-server process"),
+        Column("engine_cpu", "float", "cores", "the engine-core process", nullable=True),
+        Column("client_cpu_max", "float", "cores", role=CLIENT_LOAD),
+    ),
+)
+
+
+def process_names(pgid: int) -> dict[str, int]:
+    """A name per process of a server's group, from the titles vLLM gives them: api0…, engine0…, worker0…; the
+    process started (the group leader) is the API server when no process has that title, else the launcher."""
+    titled: dict[str, list[int]] = {"api": [], "engine": [], "worker": [], "other": []}
+    for pid in sorted(group_members(pgid)):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        kind = ("api" if "APIServer" in title else "engine" if "EngineCore" in title
+                else "worker" if "Worker" in title else "other")
+        titled[kind].append(pid)
+    if not titled["api"] and pgid in titled["other"]:
+        titled["other"].remove(pgid)
+        titled["api"].append(pgid)
+    names = {f"{kind}{i}": pid for kind, pids in titled.items() for i, pid in enumerate(pids)}
+    return names
+
+
+@register
+class ApiServers(Experiment):
+    name = "api_servers"
+    title = {"zh": "API 服务器进程数", "en": "API-server processes"}
+    datasets = (LOAD,)
+    attachable = False  # it sets --api-server-count and the start command
+
+    @staticmethod
+    def sizes(profile) -> dict:
+        return profile.sizes.get("api_servers", SIZES["cpu" if profile.name == "cpu" else "gpu"])
+
+    @staticmethod
+    def spec(role: str, count: int) -> ServerSpec:
+        args = ("--api-server-count", str(count)) + (POOLING if role == "embedding" else ())
+        return ServerSpec(role, args, label=f"api-{count}x-{role}", front_end="vllm serve",
+                          shared_memory=LARGE_MODEL_MEMORY if role == "parallel" else ())
+
+    @staticmethod
+    def requests(s: dict, concurrency: int) -> int:
+        return max(2 * concurrency, s["min_requests"])
+
+    def plan(self, profile):
+        s = self.sizes(profile)
+        steps = []
+        for role in s["roles"]:
+            for count in s["counts"]:
+                n = sum((s["rounds"] + 1) * self.requests(s, c) for c in s["concurrency"])
+                steps.append(Step(self.spec(role, count), f"{WORKLOAD[role]} through vllm serve, --api-server-count "
+                                  f"{count}: {len(s['concurrency'])} load points ({', '.join(map(str, s['concurrency']))} "
+                                  f"in flight) × {s['rounds'] + 1} rounds", n, self.seconds(profile, role, n, s)))
+        return steps
+
+    @staticmethod
+    def seconds(profile, role: str, requests: int, s: dict) -> float:
+        """A dry-run guess: chat at a rough output rate (tok/s), embeddings at a rough request rate (req/s)."""
+        cpu = profile.name == "cpu"
+        if role == "embedding":
+            return requests / (100 if cpu else 1000)
+        return requests * s["output_tokens"] / ((300 if cpu else 15_000) if role == "chat" else (300 if cpu else 4_000))
+
+    def run(self, ctx):
+        s = self.sizes(ctx.profile)
+        for role in s["roles"]:
+            if not ctx.has(role):
+                continue
+            model = ctx.model(role)
+            for count in s["counts"]:
+                todo = [c for c in s["concurrency"]
+                        if not ctx.done(LOAD, model=model.name, api_server_count=count, concurrency=c)]
+                if not todo:
+                    continue
+                server = ctx.server(self.spec(role, count))
+                names = process_names(server.process.pid)
+                seen = Counter(name.rstrip("0123456789") for name in names)
+                shown = ", ".join(f"{SHOWN[kind]}×{n}" for kind, n in sorted(seen.items()))
+                ctx.log(f"  {model.name}, --api-server-count {count}: processes {shown}")
+                for concurrency in todo:
+                    row = self.measure(ctx, server, WORKLOAD[role], concurrency, names, s)
+                    ctx.record(LOAD, {"model": model.name, "weights": model.weights, "workload": WORKLOAD[role],
+                                      "api_server_count": count, "api_processes": seen["api"],
+                                      "processes": shown} | row)
+
+    def measure(self, ctx, server, workload: str, concurrency: int, names: dict[str, int], s: dict) -> dict:
+        load = ctx.load(server, workers=default_workers(concurrency))
+        count = self.requests(s, concurrency)
+        rates, req_rates, ttfts, itls, latencies, api, api_max, engine, client = ([] for _ in range(9))
+        with CpuSampler(names) as sampler:
+            for r in range(s["rounds"] + 1):  # round 0 warms this load point up and is not kept
+                rng = random.Random(f"api-{workload}-{concurrency}-{r}")
+                if workload == "chat":
+                    requests = [HttpRequest.chat([{"role": "user", "content": random_words(s["words"], rng)}],
+                                                 server.model, s["output_tokens"], ignore_eos=True) for _ in range(count)]
+                else:
+                    requests = [HttpRequest.embedding(random_words(s["words"], rng), server.model) for _ in range(count)]
+                batch = load.run(requests, concurrency)
+                if batch.errors:
+                    raise RuntimeError(f"{workload} requests failed at {concurrency} in flight: {batch.errors[:2]}")
+                if not r:
+                    continue
+                summary = batch.summary()
+                rates.append((summary.output_tokens if workload == "chat" else summary.prompt_tokens) / batch.wall_s)
+                req_rates.append(summary.request_per_s)
+                ttfts.append(summary.ttft_median_ms)
+                itls.append(summary.itl_median_ms)
+                latencies.append(summary.e2e_median_ms)
+                shares = {name: sampler.share(name, *batch.window) for name in names}
+                api_shares = [v for k, v in shares.items() if k.startswith("api") and v is not None]
+                api.append(sum(api_shares))
+                api_max.append(max(api_shares, default=0.0))
+                engine.append(sum(v for k, v in shares.items() if k.startswith("engine") and v is not None) or None)
+                client.append(summary.worker_cpu_max)
+        rate = spread(rates)
+        ctx.log(f"    {concurrency} in flight: {rate[0]:,.0f} tok/s, API servers {max(api):.2f} cores, engine "
+                f"{max((e for e in engine if e is not None), default=0):.2f} cores")
+        return {"concurrency": concurrency, "requests": count, "rounds": s["rounds"], "tokens_per_s": rate[0],
+                "tokens_per_s_min": rate[1], "tokens_per_s_max": rate[2], "requests_per_s": statistics.median(req_rates),
+                "ttft_p50_ms": spread(ttfts)[0] if workload == "chat" else None,
+                "itl_p50_ms": spread(itls)[0] if workload == "chat" else None,
+                "latency_p50_ms": statistics.median(latencies), "api_cpu": max(api), "api_cpu_max": max(api_max),
+                "engine_cpu": max((e for e in engine if e is not None), default=None), "client_cpu_max": max(client)}
