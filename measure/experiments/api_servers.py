@@ -1,17 +1,17 @@
 """Front end against engine: what ``--api-server-count`` does for chat and for embeddings on one GPU.
 
 Every server here is started through ``vllm serve`` (run as ``python -m vllm.entrypoints.cli.main serve``), the
-only start command that acts on the flag in vLLM 0.26; the processes each start left are recorded by their titles
-(``VLLM::APIServer_N``, ``VLLM::EngineCore``…), and while each round runs, the CPU share of the API-server processes
-(together, and the busiest one) and of the engine core is sampled from ``/proc``.
+only start command that acts on the flag in vLLM 0.26; the processes each start left are recorded by the names
+vLLM's log gives them (``ApiServer_N``, ``EngineCore``, ``Worker``…), and while each round runs, the CPU share of the
+API-server processes (together, and the busiest one) and of the engine core is sampled from ``/proc``.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from collections import Counter
-from pathlib import Path
 
 from measure.experiment import POOLING, Experiment, ServerSpec, Step, register, spread
 from measure.harness.loadgen import HttpRequest, default_workers
@@ -27,8 +27,8 @@ SIZES = {
             "min_requests": 128, "rounds": 3, "words": 200, "output_tokens": 128},
 }
 WORKLOAD = {"chat": "chat", "parallel": "chat", "embedding": "embeddings"}
-# How the processes column names each kind: vLLM's own process titles, and the command that started them
-SHOWN = {"api": "APIServer", "engine": "EngineCore", "worker": "Worker", "other": "vllm serve"}
+# How the processes column names each kind: as vLLM's log names them; "other" is the launcher and helpers
+SHOWN = {"api": "ApiServer", "engine": "EngineCore", "worker": "Worker", "other": "other"}
 # Qwen3-8B beside the other servers: its weights take ~16 GiB beyond the shared KV cache
 LARGE_MODEL_MEMORY = ("--gpu-memory-utilization", "0.3", "--kv-cache-memory-bytes", str(16 << 30))
 
@@ -44,7 +44,8 @@ LOAD = DatasetSchema(
         Column("workload", "str", doc="chat | embeddings"),
         Column("api_server_count", "int", "processes", "--api-server-count"),
         Column("api_processes", "int", "processes", "API-server processes seen once the server was up"),
-        Column("processes", "str", doc="every process of the server by its title (vllm serve: the launcher), with counts"),
+        Column("processes", "str", doc="every process of the server by the name its log lines carry, with counts; "
+               "other: the launcher and multiprocessing's helper"),
         Column("concurrency", "int", "requests", "requests in flight"),
         Column("requests", "int", "requests", "per round"),
         Column("rounds", "int", "", "timed rounds"),
@@ -64,23 +65,22 @@ LOAD = DatasetSchema(
 )
 
 
-def process_names(pgid: int) -> dict[str, int]:
-    """A name per process of a server's group, from the titles vLLM gives them: api0…, engine0…, worker0…; the
-    process started (the group leader) is the API server when no process has that title, else the launcher."""
-    titled: dict[str, list[int]] = {"api": [], "engine": [], "worker": [], "other": []}
-    for pid in sorted(group_members(pgid)):
-        try:
-            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-        except OSError:
-            continue
-        kind = ("api" if "APIServer" in title else "engine" if "EngineCore" in title
-                else "worker" if "Worker" in title else "other")
-        titled[kind].append(pid)
-    if not titled["api"] and pgid in titled["other"]:
-        titled["other"].remove(pgid)
-        titled["api"].append(pgid)
-    names = {f"{kind}{i}": pid for kind, pids in titled.items() for i, pid in enumerate(pids)}
-    return names
+LOG_PREFIX = re.compile(r"^\(([A-Za-z]+)[-_A-Za-z0-9]* pid=(\d+)\)", re.M)  # "(ApiServer_1 pid=32256) INFO …"
+KINDS = {"apiserver": "api", "enginecore": "engine", "worker": "worker", "vllmworker": "worker",
+         "mainprocess": "other"}
+
+
+def process_names(log: str, pgid: int) -> dict[str, int]:
+    """A name per live process of a server (api0…, engine0…, worker0…, other0…), by the name vLLM's log lines give
+    each process ("(ApiServer_1 pid=…)", "(EngineCore pid=…)"; vLLM's process titles did not show in /proc on the
+    CPU backend); a process of the group the log never names (multiprocessing's resource tracker) is "other"."""
+    kind_of: dict[int, str] = {}
+    for name, pid in LOG_PREFIX.findall(log):
+        kind_of.setdefault(int(pid), KINDS.get(name.lower(), "other"))
+    found: dict[str, list[int]] = {"api": [], "engine": [], "worker": [], "other": []}
+    for pid in sorted(set(group_members(pgid)) | {p for p in kind_of if p == pgid}):
+        found[kind_of.get(pid, "other")].append(pid)
+    return {f"{kind}{i}": pid for kind, pids in found.items() for i, pid in enumerate(pids)}
 
 
 @register
@@ -135,7 +135,7 @@ class ApiServers(Experiment):
                 if not todo:
                     continue
                 server = ctx.server(self.spec(role, count))
-                names = process_names(server.process.pid)
+                names = process_names(server.log_text(), server.process.pid)
                 seen = Counter(name.rstrip("0123456789") for name in names)
                 shown = ", ".join(f"{SHOWN[kind]}×{n}" for kind, n in sorted(seen.items()))
                 ctx.log(f"  {model.name}, --api-server-count {count}: processes {shown}")

