@@ -105,11 +105,14 @@ def test_the_faq_lists_every_question_as_a_heading_with_open_questions_last(real
         questions = [line[4:] for line in markdown.splitlines() if line.startswith("### ")]
         assert len(questions) >= 30 and all(q.endswith("？" if lang == "zh" else "?") for q in questions)
         sections = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
-        assert sections[-1] == facts.get_topic("open").title[lang]
         statuses = {c.key.split(".")[0]: set() for c in renderer.claims}
         for claim in renderer.claims:
             statuses[claim.key.split(".")[0]].add(claim.status)
-        assert statuses["open"] == {"not_measured"} and "measured" in statuses["prefill"]
+        assert "measured" in statuses["prefill"]
+        if facts.get_topic("open").questions:  # questions no experiment takes up yet come last, all 未实测
+            assert sections[-1] == facts.get_topic("open").title[lang] and statuses["open"] == {"not_measured"}
+        else:  # every question has its topic: no empty section for the open ones
+            assert facts.get_topic("open").title[lang] not in sections
     assert 'href="../eager/#generation-speed"' in markdown
 
 
