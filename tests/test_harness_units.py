@@ -512,9 +512,11 @@ def test_servers_that_may_share_the_device_start_together_and_the_rest_alone(tmp
         sid_a, server_a = pool.get(a, staging)
         assert set(pool.live) == {sid_a, pool.sid(b)}  # b came up with a
         assert "--shared-device" in server_a.command
+        assert server_a.env["VLLM_CPU_KVCACHE_SPACE"] == CPU.colocate_env["VLLM_CPU_KVCACHE_SPACE"] == "1"  # half
         assert pool.get(b, staging)[1] is pool.live[pool.sid(b)]
         sid_c, server_c = pool.get(alone, staging)
         assert set(pool.live) == {sid_c} and "--shared-device" not in server_c.command
+        assert server_c.env["VLLM_CPU_KVCACHE_SPACE"] == CPU.env["VLLM_CPU_KVCACHE_SPACE"] == "2"
         assert server_a.process is None  # stopped
         _, server_d = pool.get(facts, staging)
         assert server_d.process is None and server_d.facts.kv_cache_tokens == 1000 and server_d.startup_s is None
@@ -951,7 +953,7 @@ def test_servers_that_share_the_gpu_start_together_only_while_their_memory_share
 
     from measure.experiment import ServerSpec
     from measure.harness import profiles
-    from measure.harness.context import colocated_group, server_args, server_id
+    from measure.harness.context import colocated_group, server_args, server_id, shared_env
     from measure.models import resolve
 
     gpu = replace(profiles.GPU, colocate=5)
@@ -966,6 +968,13 @@ def test_servers_that_share_the_gpu_start_together_only_while_their_memory_share
     model = resolve(gpu.models["chat"], REPO / ".cache" / "models")
     plain = ServerSpec("chat", (), label="s0")
     assert server_id(plain, model, gpu) != server_id(replace(plain, shared_memory=big), model, gpu)
+    # on CPU a shared server's KV cache is set by the environment, and a spec's own setting of it wins
+    cpu = replace(profiles.CPU, colocate=2)
+    own = ServerSpec("embedding", (), (("VLLM_CPU_KVCACHE_SPACE", "4"),), label="kv4")
+    assert shared_env(plain, cpu)["VLLM_CPU_KVCACHE_SPACE"] == "1" and shared_env(own, cpu)["VLLM_CPU_KVCACHE_SPACE"] == "4"
+    assert shared_env(plain, profiles.CPU)["VLLM_CPU_KVCACHE_SPACE"] == "2"  # one server at a time: the whole cache
+    cpu_model = resolve(cpu.models["chat"], REPO / ".cache" / "models")
+    assert server_id(plain, cpu_model, cpu) != server_id(plain, cpu_model, replace(cpu, colocate_env={}))
 
 
 def test_the_rerank_experiments_ask_for_one_and_the_same_reranker_server():
@@ -991,3 +1000,18 @@ def test_the_lora_experiments_make_their_adapters_alike():
     for name in ("adapter_shapes", "make_adapter"):
         assert inspect.getsource(getattr(lora, name)) == inspect.getsource(getattr(adapters, name)), name
     assert lora.TARGETS == adapters.TARGETS
+
+
+def test_a_round_without_cpu_samples_has_no_cpu_share_not_zero():
+    """api_servers once wrote 0.0 cores for a short round the sampling thread had not looked past yet."""
+    from measure.experiments.api_servers import ApiServers
+    from measure.harness.procstat import CpuSampler
+
+    sampler = CpuSampler({"api0": 1, "api1": 2, "engine0": 3}, interval_s=0.05)
+    # api0 runs at half a core over [0, 1]; api1 and the engine core were never read over that window
+    sampler.samples = [(0.0, {"api0": 10.0, "api1": None, "engine0": None}),
+                       (1.0, {"api0": 10.5, "api1": None, "engine0": None})]
+    shares = ApiServers.cpu_shares(sampler, {"api0": 1, "api1": 2, "engine0": 3}, (0.0, 1.0))
+    assert shares == {"api": pytest.approx(0.5), "api_max": pytest.approx(0.5), "engine": None}
+    late = ApiServers.cpu_shares(sampler, {"api0": 1, "api1": 2, "engine0": 3}, (0.5, 2.0))  # past the last sample
+    assert late == {"api": None, "api_max": None, "engine": None}

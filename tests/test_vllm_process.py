@@ -91,23 +91,31 @@ def test_two_choices_per_request_are_timed_per_choice(chat_server):
     from measure.harness.loadgen import HttpRequest, LoadGenerator
 
     output_tokens, prompt = 24, [{"role": "user", "content": "Count slowly."}]
-    with LoadGenerator(chat_server.base_url, workers=1) as generator:
-        def batch(n: int):
-            requests = [HttpRequest.chat(prompt, chat_server.model, output_tokens, ignore_eos=True, n=n,
-                                         temperature=1.0)] * 4
-            generator.run(requests[:1], concurrency=1)  # warm-up
-            return generator.run(requests, concurrency=1)
 
-        one, two = batch(1), batch(2)
-    assert not one.errors and not two.errors, one.errors + two.errors
-    assert all(t.output_tokens == 2 * output_tokens and len(t.choice_spans) == 2 for t in two.timings)
-    tpot_one = statistics.median(t.tpot_s for t in one.timings)
-    tpot_two = statistics.median(t.tpot_s for t in two.timings)
+    def requests(n: int) -> list:
+        return [HttpRequest.chat(prompt, chat_server.model, output_tokens, ignore_eos=True, n=n, temperature=1.0)] * 4
+
+    with LoadGenerator(chat_server.base_url, workers=1) as generator:
+        generator.run(requests(1)[:1] + requests(2)[:1], concurrency=1)  # warm-up
+        # one- and two-choice rounds in turn, so that a load beside this server (another test's vLLM in CI)
+        # falls on both alike; each pair is compared within itself
+        pairs = [(generator.run(requests(1), concurrency=1), generator.run(requests(2), concurrency=1))
+                 for _ in range(3)]
+    rounds = [batch for pair in pairs for batch in pair]
+    assert not any(batch.errors for batch in rounds), [batch.errors for batch in rounds]
+    twos = [t for _, two in pairs for t in two.timings]
+    assert all(t.output_tokens == 2 * output_tokens and len(t.choice_spans) == 2 for t in twos)
+
+    def ratio(pick) -> float:  # the median over the pairs of (two-choice / one-choice)
+        return statistics.median(pick(two) / pick(one) for one, two in pairs)
+
     # Two sequences decode in one batch, a step costing about what one does (more on a loaded CPU); dividing one
     # stream's time by both choices' tokens, as before, gives about half of each choice's own time per token
-    assert 0.8 < tpot_two / tpot_one < 2.5, (tpot_one, tpot_two)
-    old_two = statistics.median((t.e2e_s - t.ttft_s) / (t.output_tokens - 1) for t in two.timings)
+    tpot_ratio = ratio(lambda batch: statistics.median(t.tpot_s for t in batch.timings))
+    assert 0.8 < tpot_ratio < 2.5, [(one.summary().tpot_median_ms, two.summary().tpot_median_ms) for one, two in pairs]
+    tpot_two = statistics.median(t.tpot_s for t in twos)
+    old_two = statistics.median((t.e2e_s - t.ttft_s) / (t.output_tokens - 1) for t in twos)
     assert old_two / tpot_two < 0.7, (tpot_two, old_two)
-    assert two.summary().output_tok_s > 1.3 * one.summary().output_tok_s  # throughput counts both choices
-    itl_two = statistics.median(gap for t in two.timings for gap in t.itl_s)
+    assert ratio(lambda batch: batch.summary().output_tok_s) > 1.3  # throughput counts both choices
+    itl_two = statistics.median(gap for t in twos for gap in t.itl_s)
     assert 0.5 < itl_two / tpot_two < 2.0, "ITL is taken within a choice, not between two choices' messages"

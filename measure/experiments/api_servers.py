@@ -57,8 +57,8 @@ LOAD = DatasetSchema(
         Column("ttft_p50_ms", "float", "ms", "chat: median TTFT of a round, median over rounds", nullable=True),
         Column("itl_p50_ms", "float", "ms", "chat: median inter-token latency, median over rounds", nullable=True),
         Column("latency_p50_ms", "float", "ms", "a request sent to answered, median over rounds"),
-        Column("api_cpu", "float", "cores", "the API-server processes together"),
-        Column("api_cpu_max", "float", "cores", "the busiest API-server process"),
+        Column("api_cpu", "float", "cores", "the API-server processes together", nullable=True),
+        Column("api_cpu_max", "float", "cores", "the busiest API-server process", nullable=True),
         Column("engine_cpu", "float", "cores", "the engine-core process", nullable=True),
         Column("client_cpu_max", "float", "cores", role=CLIENT_LOAD),
     ),
@@ -148,7 +148,7 @@ class ApiServers(Experiment):
     def measure(self, ctx, server, workload: str, concurrency: int, names: dict[str, int], s: dict) -> dict:
         load = ctx.load(server, workers=default_workers(concurrency))
         count = self.requests(s, concurrency)
-        rates, req_rates, ttfts, itls, latencies, api, api_max, engine, client = ([] for _ in range(9))
+        summaries, windows = [], []
         with CpuSampler(names) as sampler:
             for r in range(s["rounds"] + 1):  # round 0 warms this load point up and is not kept
                 rng = random.Random(f"api-{workload}-{concurrency}-{r}")
@@ -160,26 +160,40 @@ class ApiServers(Experiment):
                 batch = load.run(requests, concurrency)
                 if batch.errors:
                     raise RuntimeError(f"{workload} requests failed at {concurrency} in flight: {batch.errors[:2]}")
-                if not r:
-                    continue
-                summary = batch.summary()
-                rates.append((summary.output_tokens if workload == "chat" else summary.prompt_tokens) / batch.wall_s)
-                req_rates.append(summary.request_per_s)
-                ttfts.append(summary.ttft_median_ms)
-                itls.append(summary.itl_median_ms)
-                latencies.append(summary.e2e_median_ms)
-                shares = {name: sampler.share(name, *batch.window) for name in names}
-                api_shares = [v for k, v in shares.items() if k.startswith("api") and v is not None]
-                api.append(sum(api_shares))
-                api_max.append(max(api_shares, default=0.0))
-                engine.append(sum(v for k, v in shares.items() if k.startswith("engine") and v is not None) or None)
-                client.append(summary.worker_cpu_max)
-        rate = spread(rates)
-        ctx.log(f"    {concurrency} in flight: {rate[0]:,.0f} tok/s, API servers {max(api):.2f} cores, engine "
-                f"{max((e for e in engine if e is not None), default=0):.2f} cores")
-        return {"concurrency": concurrency, "requests": count, "rounds": s["rounds"], "tokens_per_s": rate[0],
-                "tokens_per_s_min": rate[1], "tokens_per_s_max": rate[2], "requests_per_s": statistics.median(req_rates),
-                "ttft_p50_ms": spread(ttfts)[0] if workload == "chat" else None,
-                "itl_p50_ms": spread(itls)[0] if workload == "chat" else None,
-                "latency_p50_ms": statistics.median(latencies), "api_cpu": max(api), "api_cpu_max": max(api_max),
-                "engine_cpu": max((e for e in engine if e is not None), default=None), "client_cpu_max": max(client)}
+                if r:
+                    summaries.append(batch.summary())
+                    windows.append(batch.window)
+        # read once the sampler has stopped: its last sample then lies past every round (read at once, a short
+        # round's end could come before the sampling thread's next look, and the round had no share)
+        cpu = [self.cpu_shares(sampler, names, window) for window in windows]
+        row = self.summarise(workload, summaries, cpu)
+        engine = f"{row['engine_cpu']:.2f} cores" if row["engine_cpu"] is not None else "not sampled"
+        api = f"{row['api_cpu']:.2f} cores" if row["api_cpu"] is not None else "not sampled"
+        ctx.log(f"    {concurrency} in flight: {row['tokens_per_s']:,.0f} tok/s, API servers {api}, engine {engine}")
+        return {"concurrency": concurrency, "requests": count, "rounds": s["rounds"]} | row
+
+    @staticmethod
+    def cpu_shares(sampler: CpuSampler, names: dict[str, int], window: tuple[float, float]) -> dict:
+        """One round's CPU shares: the API servers together and the busiest one, and the engine core; None where
+        no process of that kind was sampled over the round."""
+        shares = {name: sampler.share(name, *window) for name in names}
+        api = [v for k, v in shares.items() if k.startswith("api") and v is not None]
+        engine = [v for k, v in shares.items() if k.startswith("engine") and v is not None]
+        return {"api": sum(api) if api else None, "api_max": max(api, default=None),
+                "engine": sum(engine) if engine else None}
+
+    @staticmethod
+    def summarise(workload: str, summaries: list, cpu: list[dict]) -> dict:
+        """The timed rounds of one load point as one row: medians, the rate's spread, and the highest CPU shares."""
+        def highest(key: str) -> float | None:
+            return max((c[key] for c in cpu if c[key] is not None), default=None)
+
+        rate = spread([(x.output_tokens if workload == "chat" else x.prompt_tokens) / x.wall_s for x in summaries])
+        chat = workload == "chat"
+        return {"tokens_per_s": rate[0], "tokens_per_s_min": rate[1], "tokens_per_s_max": rate[2],
+                "requests_per_s": statistics.median(x.request_per_s for x in summaries),
+                "ttft_p50_ms": spread([x.ttft_median_ms for x in summaries])[0] if chat else None,
+                "itl_p50_ms": spread([x.itl_median_ms for x in summaries])[0] if chat else None,
+                "latency_p50_ms": statistics.median(x.e2e_median_ms for x in summaries),
+                "api_cpu": highest("api"), "api_cpu_max": highest("api_max"), "engine_cpu": highest("engine"),
+                "client_cpu_max": max(x.worker_cpu_max for x in summaries)}

@@ -34,6 +34,12 @@ def shared_memory_args(spec: ServerSpec, profile: Profile) -> tuple[str, ...]:
     return (spec.shared_memory or profile.colocate_args) if shares_device(spec, profile) else ()
 
 
+def shared_env(spec: ServerSpec, profile: Profile) -> dict[str, str]:
+    """The environment a server of this spec starts with: the profile's, a shared device's, then the spec's own."""
+    shared = profile.colocate_env if shares_device(spec, profile) else {}
+    return server_env(profile) | shared | dict(spec.env)
+
+
 def device_share(spec: ServerSpec, profile: Profile) -> float:
     """The share of the device a sharing server asks for (its --gpu-memory-utilization)."""
     args = list(shared_memory_args(spec, profile))
@@ -81,7 +87,8 @@ def server_id(spec: ServerSpec, model: ModelRef, profile: Profile) -> str:
     eager servers behind older datasets.)"""
     flags = (spec.key, tuple(profile.server_args), sorted(profile.env.items()))
     if shares_device(spec, profile):
-        flags += (shared_memory_args(spec, profile),)
+        flags += (shared_memory_args(spec, profile),) + ((sorted(profile.colocate_env.items()),)
+                                                           if profile.colocate_env else ())
     digest = hashlib.sha1(srv.checkout_relative(repr(flags)).encode()).hexdigest()[:6]
     return f"{spec.label or spec.model_role}-{model.name}-{digest}"
 
@@ -144,7 +151,7 @@ class ServerPool:
         started = []
         for spec in group:
             model, sid = self.model(spec.model_role), self.sid(spec)
-            env = server_env(self.profile) | dict(spec.env)
+            env = shared_env(spec, self.profile)
             log = self.log_dir / f"{sid}.log"
             console.print(f"[bold]starting vLLM[/] {sid}" + (f" (together with {len(group) - 1} more)" if len(group) > 1
                           else "") + (" for its start-up facts only" if spec.facts_only else "") + f" …  (log: {log})")

@@ -33,6 +33,9 @@ class Profile:
     # themselves start together (ServerSpec.starts_alone says which do). Each shared one gets colocate_args.
     colocate: int = 1
     colocate_args: tuple[str, ...] = ()
+    # Environment of a server that shares the device, under the spec's own (the CPU backend sizes its KV cache by
+    # VLLM_CPU_KVCACHE_SPACE, which overrides --kv-cache-memory-bytes).
+    colocate_env: dict[str, str] = field(default_factory=dict)
     sizes_override: tuple[tuple[str, str], ...] = ()  # (key, JSON) that MEASURE_SIZES replaced: recorded in provenance
 
     @property
@@ -54,6 +57,9 @@ CPU = Profile(
     # bf16: fp16 is ~8x slower on this backend; eager: ~24 s starts instead of 40-57 s.
     server_args=("--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "64"),
     env={"VLLM_CPU_KVCACHE_SPACE": "2"},
+    # Servers started together (MEASURE_SIZES '{"colocate": N}', as the tests do) hold half the cache each: two
+    # vision-language servers (~7 GiB resident each) and three small ones outgrew a 24 GiB machine.
+    colocate_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
     sizes={
         "embedding_batches": (1, 4, 16, 64),
         "words_per_sentence": 120,
