@@ -1,5 +1,6 @@
 """Harness units on recorded text and on pure functions: log parsing, metrics deltas, layouts, parameter counts."""
 
+import math
 import os
 import re
 from pathlib import Path
@@ -1015,3 +1016,19 @@ def test_a_round_without_cpu_samples_has_no_cpu_share_not_zero():
     assert shares == {"api": pytest.approx(0.5), "api_max": pytest.approx(0.5), "engine": None}
     late = ApiServers.cpu_shares(sampler, {"api0": 1, "api1": 2, "engine0": 3}, (0.5, 2.0))  # past the last sample
     assert late == {"api": None, "api_max": None, "engine": None}
+
+
+def test_the_fidelity_ratio_interval_is_students_t_on_the_pairs_logarithms():
+    from measure.experiments.fidelity_interval import ratio_interval
+
+    # eight pairs whose log-ratios are ±d: geometric mean 1, half-width t(0.975, 7) · d·√(8/7) / √8 = 2.364624·d/√7
+    d = 0.02
+    ours = [math.exp(d), math.exp(-d)] * 4
+    ratio, low, high = ratio_interval(ours, [1.0] * 8)
+    assert ratio == pytest.approx(1.0)
+    assert math.log(high) == pytest.approx(2.364624 * d / math.sqrt(7), rel=1e-5) and low == pytest.approx(1 / high)
+    # a drift that hits both tools of a pair alike does not widen it: the ratio is taken within each pair
+    drift = [100 * (1 + 0.2 * i) for i in range(8)]
+    assert ratio_interval([1.03 * x for x in drift], drift) == pytest.approx((1.03, 1.03, 1.03))
+    with pytest.raises(ValueError, match="two or more pairs"):
+        ratio_interval([1.0], [1.0])

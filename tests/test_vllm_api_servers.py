@@ -1,5 +1,7 @@
 """--api-server-count on a real vLLM (CPU backend, tiny models), started through `vllm serve`: the processes it
-left are the ones asked for, and each round's CPU shares of the API servers and the engine core are recorded."""
+left are the ones asked for, and each round's CPU shares of the API servers and the engine core are recorded. On the
+same two-API-server server, our client against `vllm bench serve` in alternating pairs of rounds, with a confidence
+interval of their ratio."""
 
 import json
 
@@ -8,19 +10,28 @@ from conftest import VLLM_HOW, python_imports, require, run_measure
 
 pytestmark = pytest.mark.vllm
 
-# chat only (the embedding servers take the same path; `nox -s measure` runs them): one and two API servers
+# chat only (the embedding servers take the same path; `nox -s measure` runs them): one and two API servers; the
+# fidelity interval at one point, on the two-API-server server api_servers starts (no start of its own)
+POINT = {"point": "high load", "concurrency": 4, "api_server_count": 2, "requests": 8}
 SIZES = {"api_servers": {"roles": ["chat"], "counts": [1, 2], "concurrency": [4], "min_requests": 8, "rounds": 1,
-                         "words": 16, "output_tokens": 4}, "colocate": 2}
+                         "words": 16, "output_tokens": 4},
+         "fidelity_interval": {"points": [POINT], "words": 16, "output_tokens": 8, "rounds": 3, "workers": 1},
+         "colocate": 2}
 
 
-def test_api_server_count_takes_effect_through_vllm_serve(tmp_path):
-    require(python_imports("import vllm"), "vLLM", VLLM_HOW)
-    run_measure(tmp_path, "api-cpu", "api_servers", sizes=SIZES)
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    require(python_imports("import vllm, aiohttp, scipy"), "vLLM (with vllm bench serve) and scipy", VLLM_HOW)
+    root = tmp_path_factory.mktemp("api")
+    run_measure(root, "api-cpu", "api_servers", "fidelity_interval", sizes=SIZES)
     from measure.site.scan import make_store
 
-    store = make_store(tmp_path / "data")
-    env = store.env("api-cpu")
-    load = store.frame(env, "api_servers.load")
+    return root, make_store(root / "data")
+
+
+def test_api_server_count_takes_effect_through_vllm_serve(measured):
+    root, store = measured
+    load = store.frame(store.env("api-cpu"), "api_servers.load")
     assert sorted(zip(load["workload"], load["api_server_count"], strict=True)) == [("chat", 1), ("chat", 2)]
     # vllm serve acts on the flag: as many API-server processes as asked, beside one engine core
     assert (load["api_processes"] == load["api_server_count"]).all(), load[["api_server_count", "processes"]]
@@ -28,6 +39,27 @@ def test_api_server_count_takes_effect_through_vllm_serve(tmp_path):
     assert (load["api_cpu"] > 0).all() and (load["engine_cpu"] > 0).all() and (load["tokens_per_s"] > 0).all()
     assert (load["api_cpu_max"] <= load["api_cpu"] + 1e-9).all()
     assert load["ttft_p50_ms"].notna().all() and load["itl_p50_ms"].notna().all()
-    provenance = json.loads((tmp_path / "data" / "api-cpu" / "provenance.json").read_text())
+    provenance = json.loads((root / "data" / "api-cpu" / "provenance.json").read_text())
     commands = [s["command"] for name, s in provenance["servers"].items() if name.startswith("api-")]
     assert len(commands) == 2 and all("vllm.entrypoints.cli.main" in c[2] and c[3] == "serve" for c in commands)
+
+
+def test_the_fidelity_ratio_has_a_confidence_interval_from_paired_rounds(measured):
+    root, store = measured
+    ratio = store.frame(store.env("api-cpu"), "fidelity_interval.ratio").set_index("metric")
+    assert set(ratio.index) == {"output throughput", "TTFT median", "ITL median"}
+    assert (ratio["rounds"] == 3).all() and (ratio["api_server_count"] == 2).all() and (ratio["point"] == "high load").all()
+    for metric, row in ratio.iterrows():
+        assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"], metric
+        assert row["ci_max_gap_pct"] == pytest.approx(max(1 - row["ratio_ci_low"], row["ratio_ci_high"] - 1) * 100)
+        # same server, same prompts, same load: the tools cannot disagree by a factor of two
+        assert 0.5 < row["ratio"] < 2, (metric, row["harness"], row["bench"])
+        assert row["harness_spread_pct"] >= 0 and row["bench_spread_pct"] >= 0
+    throughput = ratio.loc["output throughput"]
+    # both API-server processes and the engine core were sampled over the rounds, and both clients' own CPU
+    assert throughput["api_cpu_max"] > 0 and throughput["engine_cpu"] > 0
+    assert 0 < throughput["harness_worker_cpu_max"] < 1.5 and 0 < throughput["bench_cpu_share"] < 1.5
+    # one server for both experiments: fidelity_interval's rows name api_servers' two-API-server server
+    datasets = json.loads((root / "data" / "api-cpu" / "provenance.json").read_text())["datasets"]
+    assert datasets["fidelity_interval.ratio"]["servers"] == \
+        [s for s in datasets["api_servers.load"]["servers"] if s.startswith("api-2x")]

@@ -9,13 +9,12 @@ API-server processes (together, and the busiest one) and of the engine core is s
 from __future__ import annotations
 
 import random
-import re
 import statistics
 from collections import Counter
 
 from measure.experiment import POOLING, Experiment, ServerSpec, Step, register, spread
 from measure.harness.loadgen import HttpRequest, default_workers
-from measure.harness.procstat import CpuSampler, group_members
+from measure.harness.procstat import CpuSampler, process_names
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import random_words
 
@@ -63,24 +62,6 @@ LOAD = DatasetSchema(
         Column("client_cpu_max", "float", "cores", role=CLIENT_LOAD),
     ),
 )
-
-
-LOG_PREFIX = re.compile(r"^\(([A-Za-z]+)[-_A-Za-z0-9]* pid=(\d+)\)", re.M)  # "(ApiServer_1 pid=32256) INFO …"
-KINDS = {"apiserver": "api", "enginecore": "engine", "worker": "worker", "vllmworker": "worker",
-         "mainprocess": "other"}
-
-
-def process_names(log: str, pgid: int) -> dict[str, int]:
-    """A name per live process of a server (api0…, engine0…, worker0…, other0…), by the name vLLM's log lines give
-    each process ("(ApiServer_1 pid=…)", "(EngineCore pid=…)"; vLLM's process titles did not show in /proc on the
-    CPU backend); a process of the group the log never names (multiprocessing's resource tracker) is "other"."""
-    kind_of: dict[int, str] = {}
-    for name, pid in LOG_PREFIX.findall(log):
-        kind_of.setdefault(int(pid), KINDS.get(name.lower(), "other"))
-    found: dict[str, list[int]] = {"api": [], "engine": [], "worker": [], "other": []}
-    for pid in sorted(set(group_members(pgid)) | {p for p in kind_of if p == pgid}):
-        found[kind_of.get(pid, "other")].append(pid)
-    return {f"{kind}{i}": pid for kind, pids in found.items() for i, pid in enumerate(pids)}
 
 
 @register

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -43,6 +44,24 @@ def group_members(pgid: int) -> list[int]:
         if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):  # field 5: the process group
             members.append(int(entry.name))
     return members
+
+
+LOG_PREFIX = re.compile(r"^\(([A-Za-z]+)[-_A-Za-z0-9]* pid=(\d+)\)", re.M)  # "(ApiServer_1 pid=32256) INFO …"
+KINDS = {"apiserver": "api", "enginecore": "engine", "worker": "worker", "vllmworker": "worker",
+         "mainprocess": "other"}
+
+
+def process_names(log: str, pgid: int) -> dict[str, int]:
+    """A name per live process of a server (api0…, engine0…, worker0…, other0…), by the name vLLM's log lines give
+    each process ("(ApiServer_1 pid=…)", "(EngineCore pid=…)"; vLLM's process titles did not show in /proc on the
+    CPU backend); a process of the group the log never names (multiprocessing's resource tracker) is "other"."""
+    kind_of: dict[int, str] = {}
+    for name, pid in LOG_PREFIX.findall(log):
+        kind_of.setdefault(int(pid), KINDS.get(name.lower(), "other"))
+    found: dict[str, list[int]] = {"api": [], "engine": [], "worker": [], "other": []}
+    for pid in sorted(set(group_members(pgid)) | {p for p in kind_of if p == pgid}):
+        found[kind_of.get(pid, "other")].append(pid)
+    return {f"{kind}{i}": pid for kind, pids in found.items() for i, pid in enumerate(pids)}
 
 
 def group_cpu_s(pgid: int) -> float:

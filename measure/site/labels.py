@@ -254,6 +254,13 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "base_ttft_ms": ("基座模型 TTFT", "base model TTFT"),
     # api_servers
     "api_server_count": ("API 服务器进程数（参数）", "--api-server-count"),
+    # fidelity_interval
+    "point": ("负载点", "load point"),
+    "harness_spread_pct": ("本站各轮差距", "spread of our rounds"),
+    "bench_spread_pct": ("bench 各轮差距", "spread of the bench's rounds"),
+    "ratio_ci_low": ("95% 置信区间下限", "95 % CI, low"),
+    "ratio_ci_high": ("95% 置信区间上限", "95 % CI, high"),
+    "ci_max_gap_pct": ("区间离 1 最远处", "interval's farthest from 1"),
     "api_processes": ("看到的 API 服务器进程", "API-server processes seen"),
     "processes": ("服务器的进程", "server processes"),
     "api_cpu": ("API 服务器 CPU", "API-server CPU"),
@@ -316,6 +323,7 @@ VALUE_ZH = {
     "start-up, warm caches": "启动（缓存已热）",
     "time per output token at 1 in flight": "1 个请求在途时每个输出 token 的时间",
     # fidelity and load generators
+    "engine-bound": "引擎为瓶颈", "high load": "高负载",
     "client": "客户端", "neither": "都没有", "none": "无", "vLLM API server": "vLLM API 服务器",
     "flat out": "全速", "paced": "按节奏",
     "ITL median": "ITL 中位数", "TPOT median": "TPOT 中位数", "TTFT mean": "TTFT 均值", "TTFT median": "TTFT 中位数",

@@ -10,6 +10,11 @@ def fidelity(column: str, metric: str, digits: int, **options) -> Value:
                  {"env": H200, "digits": digits} | options)
 
 
+def interval(column: str, point: str, digits: int | None, **options) -> Value:
+    return Value("fidelity_interval.ratio", column, {"point": point, "metric": "output throughput"},
+                 {"env": H200, "digits": digits} | options)
+
+
 topic("method", facts={
     "ours_tok_s": fidelity("harness", "output throughput", 0, unit="tok/s"),
     "bench_tok_s": fidelity("bench", "output throughput", 0, unit="tok/s"),
@@ -21,6 +26,23 @@ topic("method", facts={
     # the two ranges overlap: each one's slowest round is below the other's fastest
     "overlap_ours": Ratio("ours_min", "<", "bench_max", show=False),
     "overlap_bench": Ratio("bench_min", "<", "ours_max", show=False),
+    # the ratio with a confidence interval: engine-bound, and at high load with several API-server processes
+    "iv_concurrency": interval("concurrency", "engine-bound", 0, unit=""),
+    "iv_rounds": interval("rounds", "engine-bound", 0, unit=""),
+    "iv_ratio": interval("ratio", "engine-bound", 3),
+    "iv_low": interval("ratio_ci_low", "engine-bound", 3),
+    "iv_high": interval("ratio_ci_high", "engine-bound", 3),
+    "iv_gap": interval("ci_max_gap_pct", "engine-bound", 1),
+    "hl_concurrency": interval("concurrency", "high load", 0, unit=""),
+    "hl_api_servers": interval("api_server_count", "high load", 0, unit=""),
+    "hl_ratio": interval("ratio", "high load", 3),
+    "hl_low": interval("ratio_ci_low", "high load", 3),
+    "hl_high": interval("ratio_ci_high", "high load", 3),
+    "hl_spread_ours": interval("harness_spread_pct", "high load", 1),
+    "hl_spread_bench": interval("bench_spread_pct", "high load", 1),
+    "hl_api_cpu": interval("api_cpu_max", "high load", 2, unit=""),
+    "hl_engine_cpu": interval("engine_cpu", "high load", 2, unit=""),
+    "hl_limited_by": interval("limited_by", "high load", None),
 }, questions=(
     Question(
         ask={"zh": "本站的负载客户端测出的数字，和 vllm bench serve 一致吗？",
@@ -34,4 +56,24 @@ topic("method", facts={
                       "{api_server_cpu} of a core meanwhile."},
         figure="bench-check",
         unsettled={"zh": "需要在同一服务器上交替跑两个客户端。", "en": "Settling it takes both clients in turn against one server."}),
+    Question(
+        ask={"zh": "本站客户端和 vllm bench serve 最多可能差多少？",
+             "en": "How far apart could our client and vllm bench serve be?"},
+        answer={"zh": "H200 上 {iv_concurrency} 个对话请求在途、引擎决定速度时，{iv_rounds} 对交替的轮次给出"
+                      "本站 / bench 的输出吞吐比 {iv_ratio}（95% 置信区间 {iv_low}–{iv_high}），即两者相差最多 "
+                      "{iv_gap}。{hl_concurrency} 个请求在途、{hl_api_servers} 个 API 服务器进程时，比值为 "
+                      "{hl_ratio}（{hl_low}–{hl_high}）；各轮之间相差 {hl_spread_ours}（本站）和 "
+                      "{hl_spread_bench}（bench），其间最忙的 API 服务器进程用了 {hl_api_cpu} 个核，引擎核心 "
+                      "{hl_engine_cpu} 个核（达到饱和的：{hl_limited_by}）。",
+                "en": "With {iv_concurrency} chat requests in flight on the H200, where the engine sets the pace, "
+                      "{iv_rounds} alternating pairs of rounds put ours / the bench's output throughput at {iv_ratio} "
+                      "(95 % confidence interval {iv_low}–{iv_high}): the two differ by at most {iv_gap}. At "
+                      "{hl_concurrency} in flight with {hl_api_servers} API-server processes the ratio was "
+                      "{hl_ratio} ({hl_low}–{hl_high}); rounds spread {hl_spread_ours} (ours) and "
+                      "{hl_spread_bench} (the bench's), while the busiest API-server process used {hl_api_cpu} of a "
+                      "core and the engine core {hl_engine_cpu} (saturated: {hl_limited_by})."},
+        figure="fidelity-interval",
+        unsettled={"zh": "需要在 H200 上运行 fidelity_interval（尚未运行）；CPU 上的结果在下面的表里。",
+                   "en": "Settling it takes the fidelity_interval run on the H200 (not run yet); the CPU stand-in's "
+                         "rows are in the table below."}),
 ), title={"zh": "方法", "en": "Method"})
