@@ -137,6 +137,9 @@ class FidelityInterval(Experiment):
 
     def run(self, ctx):
         s = self.sizes(ctx.profile)
+        if s["rounds"] < 2:
+            raise ValueError(f"fidelity_interval needs two or more pairs of rounds for an interval; sizes ask {s['rounds']}")
+        t_quantile(CONFIDENCE, s["rounds"] - 1)  # scipy missing fails here, before any server starts
         work = Path(tempfile.mkdtemp(prefix="fidelity-interval-"))
         try:
             prompts = sentences(max(p["requests"] for p in s["points"]), s["words"], seed=11)
