@@ -74,6 +74,18 @@ def test_an_answer_without_data_says_what_would_settle_it(tmp_path):
     html, renderer = render(empty, "en", lambda r: r.answers("eager"))
     assert {c.status for c in renderer.claims if c.kind == "value"} == {"not_measured"}
     assert "Settling it takes the same requests served in both modes on one GPU." in html
+    # none of its facts measured: one mark and what would settle it, not a sentence of blanks
+    first = html.split("<dd>")[1].split("</dd>")[0]
+    assert first.count("claim-not-measured") == 1 and "answer-unsettled" in first
+
+
+def test_an_answer_measured_in_part_keeps_its_sentence_and_says_what_is_missing(real_store):
+    # method's second answer cites fidelity_interval on the H200 (not measured there) beside nothing else measured,
+    # its first answer is measured: it keeps its sentence
+    html, _ = render(real_store, "en", lambda r: r.answers("method"))
+    first, second = (re.sub(r'title="[^"]*"', "", part.split("</dd>")[0]) for part in html.split("<dd>")[1:3])
+    assert "claim-not-measured" not in first and "answer-unsettled" not in first and "and vllm bench serve" in first
+    assert second.count("claim-not-measured") == 1 and "fidelity_interval run on the H200" in second
 
 
 def test_an_answer_linking_to_a_missing_heading_fails_the_build(caplog):

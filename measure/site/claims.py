@@ -880,7 +880,7 @@ class ClaimRenderer:
                 trace = {
                     "type": "bar" if kind == "bar" else "scatter",
                     "name": _plotly_text(name),
-                    "x": [_plotly_text(_json_value(v)) for v in part[x]],
+                    "x": [_plotly_text(_json_value(value_label(v, self.lang))) for v in part[x]],
                     "y": [_plotly_text(_json_value(v)) for v in part[y]],
                 }
                 if spread is not None:
@@ -901,7 +901,8 @@ class ClaimRenderer:
             "data": traces,
             "layout": {
                 "title": {"text": _plotly_text(title)},
-                "xaxis": axis(xcol, log_x, category=kind == "bar", settings=True),
+                # words on x (a metric, a setting's name) are categories on any kind of chart, not positions
+                "xaxis": axis(xcol, log_x, category=kind == "bar" or xcol.dtype == "str", settings=True),
                 **({"barmode": "group"} if kind == "bar" else {}),
                 "yaxis": axis(ycol, log_y),
                 "margin": {"t": 48 if title else 16, "r": 16},
@@ -1030,8 +1031,13 @@ class ClaimRenderer:
         figures, shown = len(self.figures), len(self.verdicts_shown)
         body = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part) for i, part in enumerate(parts))
         body += self._other_figures(self.figures[figures:], self.verdicts_shown[shown:])
-        if any(c.status == "not_measured" for c in self.claims[before:]) and question.unsettled.get(self.lang):
-            body += f' <span class="answer-unsettled">{html.escape(question.unsettled[self.lang])}</span>'
+        cited = [c.status for c in self.claims[before:]]
+        unsettled = question.unsettled.get(self.lang)
+        if cited and unsettled and all(status == "not_measured" for status in cited):
+            # nothing of it measured: a sentence of blanks says less than one mark and what would settle it
+            return f'{self.badge("not_measured", question.ask[self.lang])} <span class="answer-unsettled">{html.escape(unsettled)}</span>'
+        if "not_measured" in cited and unsettled:
+            body += f' <span class="answer-unsettled">{html.escape(unsettled)}</span>'
         return body
 
     def _other_figures(self, figures: list[Figure], shown: list) -> str:
