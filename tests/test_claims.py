@@ -88,8 +88,9 @@ def test_chart_is_stable_and_carries_every_environment(store):
     a = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
     b = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
     assert a == b
-    assert "Fixture citation · Qwen3-Embedding-0.6B · not stated (cited)" in a and '"dash": "dash"' in a
-    assert "Test fixture: CPU · tiny Qwen3-Embedding-0.6B (2 layers, hidden 128) · float" in a
+    assert "not stated · Qwen3-Embedding-0.6B · Fixture citation (cited)" in a and '"dash": "dash"' in a
+    # a legend entry leads with what tells its series from the others (a phone shows only an entry's start)
+    assert "float · tiny Qwen3-Embedding-0.6B (2 layers, hidden 128) · Test fixture: CPU" in a
 
 
 def test_unconfirmed_and_not_measured_badges(store):
@@ -133,7 +134,7 @@ def test_chart_draws_each_points_spread_and_bars_on_a_category_axis(fixture_root
         "eager.decode", x="concurrency", y="output_tok_s", color="mode", kind="bar",
         spread=("output_tok_s_min", "output_tok_s_max"))
     figure = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html).group(1))
-    default = next(tr for tr in figure["data"] if tr["name"].endswith("default"))
+    default = next(tr for tr in figure["data"] if tr["name"].startswith("default"))
     assert default["error_y"]["array"] == [1000.0] and default["error_y"]["arrayminus"] == [500.0]
     assert figure["layout"]["xaxis"]["type"] == "category" and figure["layout"]["barmode"] == "group"
 
@@ -288,7 +289,7 @@ def test_a_chart_series_never_mixes_models_and_the_stand_in_gets_its_own_chart(f
                                                   color="encoding_format", env="fixture-cpu")
     full, stand_in = (json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html))
     # a real model and a scaled-down one never share an axis: the stand-in's chart is titled as shape, not speed
-    assert [tr["name"] for tr in full["data"]] == ["Test fixture: CPU · all-MiniLM-L6-v2 · float"]
+    assert [tr["name"] for tr in full["data"]] == ["float · all-MiniLM-L6-v2 · Test fixture: CPU"]
     assert full["data"][0]["y"] == [900.0, 3000.0]
     names = [tr["name"] for tr in stand_in["data"]]
     assert len(names) == 2 and all("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)
@@ -414,3 +415,12 @@ def test_a_folded_table_or_chart_keeps_every_row_behind_all_data_with_its_csv_li
                                           collapsed=True)
         assert chart.startswith('<details class="claim-all-data">') and "data-chart-for" in chart
     assert "claim-all-data" not in render(store).table("pooling.embedding_throughput")
+
+
+def test_legend_entries_lead_with_what_varies_between_series():
+    from measure.site.claims import legend_names
+
+    # one source, two models: the model first; two sources of one model and value: the source first
+    assert legend_names([("x", "A", "Ours"), ("x", "B", "Ours")]) == ["A · x · Ours", "B · x · Ours"]
+    assert legend_names([(None, "A", "Ours"), (None, "A", "Article (cited)")]) == ["Ours · A", "Article (cited) · A"]
+    assert legend_names([("1", "A", "Ours")]) == ["1 · A · Ours"]  # one series: value, model, source

@@ -862,7 +862,7 @@ class ClaimRenderer:
                 log_y: bool, labels: dict, spread, title: str, div_id: str) -> str:
         """One plotly figure of ``frames``, with its source links."""
         xcol, ycol = schema.column(x), schema.column(y)
-        traces = []
+        traces, parts = [], []  # parts: each trace's (series value, model, source), named once all are known
         # One series never mixes models: with a model column, each (environment, model) pair is its own series.
         by_model = "model" in schema.by_column and color != "model"
         for env_obj, rows in frames:
@@ -873,13 +873,11 @@ class ClaimRenderer:
                 color_value = values[0] if color else None
                 model = values[-1] if by_model else None
                 part = part.sort_values(x)
-                name = " · ".join(str(v) for v in (env_obj.label(self.lang), model_label(model, self.lang) if model else None,
-                                                  self._series_value(color, color_value, labels)) if v is not None)
-                if env_obj.cited:
-                    name += f" ({t('cited', self.lang)})"
+                source = env_obj.label(self.lang) + (f" ({t('cited', self.lang)})" if env_obj.cited else "")
+                parts.append((self._series_value(color, color_value, labels),
+                              model_label(model, self.lang) if model else None, source))
                 trace = {
                     "type": "bar" if kind == "bar" else "scatter",
-                    "name": _plotly_text(name),
                     "x": [_plotly_text(_json_value(value_label(v, self.lang))) for v in part[x]],
                     "y": [_plotly_text(_json_value(v)) for v in part[y]],
                 }
@@ -891,6 +889,8 @@ class ClaimRenderer:
                         trace["line"] = {"dash": "dash"}
                         trace["marker"] = {"symbol": "diamond-open", "size": 11}
                 traces.append(trace)
+        for trace, name in zip(traces, legend_names(parts), strict=True):
+            trace["name"] = _plotly_text(name)
 
         def axis(col, log, category=False, settings=False):
             found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "type": "category" if category else "log" if log else "linear"}
@@ -1153,6 +1153,14 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def _plotly_text(v):
     return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
+
+
+def legend_names(parts: list[tuple]) -> list[str]:
+    """Each series' legend entry: what tells it from the others first, then what every series shares (a phone
+    shows a legend entry's start only; the source, the same for most charts, is the long part)."""
+    varying = [i for i in range(3) if len({p[i] for p in parts}) > 1]
+    order = varying + [i for i in range(3) if i not in varying]
+    return [" · ".join(str(p[i]) for i in order if p[i] is not None) for p in parts]
 
 
 def _json_value(v):
