@@ -200,3 +200,23 @@ def test_one_quantity_one_story_fails_once_the_data_tell_two_stories(tmp_path):
     failures = _one_story_failures(make_store(root))
     assert any(f.startswith("index.en.md: home-float-64") for f in failures), failures
     assert any(f.startswith("index.zh.md: home-float-64") for f in failures), failures
+
+
+def test_an_answer_leaves_out_the_sentences_it_cannot_fill_and_says_so_once(store):
+    from measure.site.facts import Question, Topic, Value, sentences
+
+    measured = Value("pooling.embedding_throughput", "tokens_per_s", {"batch_size": 4, "encoding_format": "float"},
+                     {"env": "fixture-cpu", "digits": 0})
+    missing = Value("fidelity_interval.ratio", "ratio", {"point": "engine-bound", "metric": "output throughput"},
+                    {"digits": 3})
+    topic = Topic("t", {"tok": measured, "ratio": missing})
+    question = Question(ask={"zh": "问？", "en": "Ask?"},
+                        answer={"zh": "比值是 {ratio}。四个一批时 {tok}。", "en": "The ratio was {ratio}. Four at a time: {tok}."},
+                        figure="f", unsettled={"zh": "需要再测。", "en": "Settling it takes a run."})
+    assert sentences(question.answer["en"], "en") == ["The ratio was {ratio}.", "Four at a time: {tok}."]
+    assert sentences("0.5 s. --max-loras {x} was 1.5. 下一句。", "en") == ["0.5 s.", "--max-loras {x} was 1.5. 下一句。"]
+    for lang, kept, dropped in (("en", "Four at a time:", "The ratio was"), ("zh", "四个一批时", "比值是")):
+        html, renderer = render(store, lang, lambda r: r._answer_html(topic, question))
+        text = re.sub(r"<[^>]+>", "", re.sub(r'title="[^"]*"', "", html))
+        assert kept in text and "12,346" in text and dropped not in text, text
+        assert html.count("claim-not-measured") == 1 and ("Settling it takes a run." in html or "需要再测。" in html)

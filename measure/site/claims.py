@@ -1023,21 +1023,27 @@ class ClaimRenderer:
                 f'<dl>{"".join(items)}</dl></div>')
 
     def _answer_html(self, found: facts.Topic, question: facts.Question) -> str:
-        """A question's answer: its sentences (escaped) with each fact's HTML in its slot, and what would settle it
-        while a fact it cites is not measured."""
-        before = len(self.claims)
-        text = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", question.answer[self.lang])
-        parts = text.split("\0")  # even: prose; odd: a fact's name
+        """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
+        that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
+        it stands in for all such sentences."""
         figures, shown = len(self.figures), len(self.verdicts_shown)
-        body = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part) for i, part in enumerate(parts))
-        body += self._other_figures(self.figures[figures:], self.verdicts_shown[shown:])
-        cited = [c.status for c in self.claims[before:]]
-        unsettled = question.unsettled.get(self.lang)
-        if cited and unsettled and all(status == "not_measured" for status in cited):
-            # nothing of it measured: a sentence of blanks says less than one mark and what would settle it
-            return f'{self.badge("not_measured", question.ask[self.lang])} <span class="answer-unsettled">{html.escape(unsettled)}</span>'
-        if "not_measured" in cited and unsettled:
-            body += f' <span class="answer-unsettled">{html.escape(unsettled)}</span>'
+        kept, missing = [], False
+        for sentence in facts.sentences(question.answer[self.lang], self.lang):
+            start = len(self.claims)
+            parts = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", sentence).split("\0")  # odd: a fact's name
+            html_out = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part)
+                               for i, part in enumerate(parts))
+            if any(c.status == "not_measured" for c in self.claims[start:]):
+                missing = True
+            else:
+                kept.append(html_out)
+        body = ("" if self.lang == "zh" else " ").join(kept)
+        if kept:
+            body += self._other_figures(self.figures[figures:], self.verdicts_shown[shown:])
+        if missing:
+            unsettled = question.unsettled.get(self.lang, "")
+            body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
+                f' <span class="answer-unsettled">{html.escape(unsettled)}</span>' if unsettled else "")
         return body
 
     def _other_figures(self, figures: list[Figure], shown: list) -> str:

@@ -108,6 +108,14 @@ class Topic:
 
 
 SLOT = re.compile(r"\{([a-z0-9_]+)\}")
+# Where an answer's sentences end: 。 or ； in Chinese; in English . ; ? or ! before a space and a capital, a slot,
+# a flag or a quote (never a decimal point: the numbers are in the slots)
+SENTENCE_END = {"zh": re.compile(r"(?<=[。；？！])"), "en": re.compile(r"(?<=[.;?!])\s+(?=[A-Z{`\-\"(])")}
+
+
+def sentences(text: str, lang: str) -> list[str]:
+    """An answer's sentences, each with its closing mark (``facts.SENTENCE_END``)."""
+    return [part for part in SENTENCE_END[lang].split(text) if part.strip()]
 _TOPICS: dict[str, Topic] = {}
 
 

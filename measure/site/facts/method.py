@@ -73,7 +73,7 @@ topic("method", facts={
                       "{hl_spread_bench} (the bench's), while the busiest API-server process used {hl_api_cpu} of a "
                       "core and the engine core {hl_engine_cpu} (saturated: {hl_limited_by})."},
         figure="fidelity-interval",
-        unsettled={"zh": "需要在 H200 上运行这个置信区间实验（尚未运行）；CPU 替身上的结果在下面的表里。",
+        unsettled={"zh": "需要在 H200 上运行这个置信区间实验（尚未运行）；CPU 替身上的结果在所链接的小节里。",
                    "en": "Settling it takes the fidelity_interval run on the H200 (not run yet); the CPU stand-in's "
-                         "rows are in the table below."}),
+                         "rows are in the section linked here."}),
 ), title={"zh": "方法", "en": "Method"})
