@@ -260,7 +260,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "bench_spread_pct": ("bench 各轮差距", "spread of the bench's rounds"),
     "ratio_ci_low": ("95% 置信区间下限", "95 % CI, low"),
     "ratio_ci_high": ("95% 置信区间上限", "95 % CI, high"),
-    "ci_max_gap_pct": ("区间离 1 最远处", "interval's farthest from 1"),
+    "ci_max_gap_pct": ("95% 置信下最大可能差距", "largest possible gap at 95 %"),
     "api_processes": ("看到的 API 服务器进程", "API-server processes seen"),
     "processes": ("服务器的进程", "server processes"),
     "api_cpu": ("API 服务器 CPU", "API-server CPU"),
