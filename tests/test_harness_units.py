@@ -1032,3 +1032,28 @@ def test_the_fidelity_ratio_interval_is_students_t_on_the_pairs_logarithms():
     assert ratio_interval([1.03 * x for x in drift], drift) == pytest.approx((1.03, 1.03, 1.03))
     with pytest.raises(ValueError, match="two or more pairs"):
         ratio_interval([1.0], [1.0])
+
+
+def test_a_pair_counts_for_a_metric_only_where_both_tools_measured_it():
+    """The bench reports an ITL of 0 for a round whose answers each came in one message: that pair is left out of
+    the ITL interval, not the whole experiment failed; fewer than two pairs leave no row."""
+    from types import SimpleNamespace
+
+    from measure.experiments.fidelity_interval import FidelityInterval
+
+    def ours(tok_s, ttft, itl):
+        return SimpleNamespace(output_tok_s=tok_s, ttft_median_ms=ttft, itl_median_ms=itl, worker_cpu_max=0.1), (0, 1)
+
+    def bench(tok_s, ttft, itl):
+        result = {"output_throughput": tok_s, "median_ttft_ms": ttft, "median_itl_ms": itl}
+        return SimpleNamespace(result=result, cpu_share=0.2), (0, 1)
+
+    rows = []
+    ctx = SimpleNamespace(log=lambda *_: None, record=lambda schema, row: rows.append(row))
+    point = {"point": "high load", "concurrency": 4, "api_server_count": 2}
+    FidelityInterval.record(ctx, point, "m", 8, [ours(100, 40, 10), ours(110, 42, 11), ours(105, 41, 12)],
+                            [bench(100, 40, 0.0), bench(100, 40, 10), bench(100, 40, 0.0)], 0.3, 0.2)
+    by_metric = {row["metric"]: row for row in rows}
+    assert by_metric["output throughput"]["rounds"] == 3 and by_metric["TTFT median"]["rounds"] == 3
+    assert "ITL median" not in by_metric  # one pair with both: no interval
+    assert by_metric["output throughput"]["harness"] == 105 and by_metric["output throughput"]["limited_by"] == "none"

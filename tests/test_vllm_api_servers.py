@@ -15,7 +15,7 @@ pytestmark = pytest.mark.vllm
 POINT = {"point": "high load", "concurrency": 4, "api_server_count": 2, "requests": 8}
 SIZES = {"api_servers": {"roles": ["chat"], "counts": [1, 2], "concurrency": [4], "min_requests": 8, "rounds": 1,
                          "words": 16, "output_tokens": 4},
-         "fidelity_interval": {"points": [POINT], "words": 16, "output_tokens": 8, "rounds": 3, "workers": 1},
+         "fidelity_interval": {"points": [POINT], "words": 16, "output_tokens": 16, "rounds": 3, "workers": 1},
          "colocate": 2}
 
 
@@ -47,15 +47,19 @@ def test_api_server_count_takes_effect_through_vllm_serve(measured):
 def test_the_fidelity_ratio_has_a_confidence_interval_from_paired_rounds(measured):
     root, store = measured
     ratio = store.frame(store.env("api-cpu"), "fidelity_interval.ratio").set_index("metric")
-    assert set(ratio.index) == {"output throughput", "TTFT median", "ITL median"}
-    assert (ratio["rounds"] == 3).all() and (ratio["api_server_count"] == 2).all() and (ratio["point"] == "high load").all()
+    # every round has a throughput; a latency may lack a pair (the bench reports ITL 0 when a busy API server sent
+    # a whole answer in one message), and then counts fewer rounds
+    assert {"output throughput", "TTFT median"} <= set(ratio.index) <= {"output throughput", "TTFT median", "ITL median"}
+    assert ratio["rounds"].between(2, 3).all() and ratio.loc["output throughput", "rounds"] == 3
+    assert (ratio["api_server_count"] == 2).all() and (ratio["point"] == "high load").all()
     for metric, row in ratio.iterrows():
         assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"], metric
         assert row["ci_max_gap_pct"] == pytest.approx(max(1 - row["ratio_ci_low"], row["ratio_ci_high"] - 1) * 100)
-        # same server, same prompts, same load: the tools cannot disagree by a factor of two
-        assert 0.5 < row["ratio"] < 2, (metric, row["harness"], row["bench"])
         assert row["harness_spread_pct"] >= 0 and row["bench_spread_pct"] >= 0
     throughput = ratio.loc["output throughput"]
+    # same server, same prompts, same load: the tools' throughputs cannot differ by a factor of two (their latencies,
+    # on two cores shared with another test's vLLM, can: a CI run once saw a TTFT ratio of 0.49)
+    assert 0.5 < throughput["ratio"] < 2, (throughput["harness"], throughput["bench"])
     # both API-server processes and the engine core were sampled over the rounds, and both clients' own CPU
     assert throughput["api_cpu_max"] > 0 and throughput["engine_cpu"] > 0
     assert 0 < throughput["harness_worker_cpu_max"] < 1.5 and 0 < throughput["bench_cpu_share"] < 1.5
