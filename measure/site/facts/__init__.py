@@ -116,6 +116,8 @@ SENTENCE_END = {"zh": re.compile(r"(?<=[。；？！])"), "en": re.compile(r"(?<
 def sentences(text: str, lang: str) -> list[str]:
     """An answer's sentences, each with its closing mark (``facts.SENTENCE_END``)."""
     return [part for part in SENTENCE_END[lang].split(text) if part.strip()]
+
+
 _TOPICS: dict[str, Topic] = {}
 
 
