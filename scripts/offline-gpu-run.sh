@@ -15,7 +15,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # The bundle is installed once per host and trusted again only if its parts are the same bytes (a folder left by an
 # earlier run with another bundle is replaced); unpacking happens in a folder of this run's own, removed after.
 site=/tmp/vllm-bundle/site
-bundle_id=$(cat /tmp/chunks/part* /tmp/chunks/*.whl .gpu/extra/*.whl 2>/dev/null | sha256sum | cut -c1-16)
+bundle_id=$( { cat /tmp/chunks/part* /tmp/chunks/*.whl .gpu/extra/*.whl 2>/dev/null || true; } | sha256sum | cut -c1-16)  # a glob may match nothing
 if [ "$(cat $site/.bundle-id 2>/dev/null)" != "$bundle_id" ]; then
   work=$(mktemp -d /tmp/vllm-bundle-unpack.XXXXXX)
   cat /tmp/chunks/part* | tar xf - -C "$work"
