@@ -74,12 +74,13 @@ def cmd_chapter(args) -> int:
 
 def cmd_adopt(args) -> int:
     from measure.harness.adopt import AdoptError, adopt
+    from measure.schema import SchemaError
     from measure.store import default_data_root
 
     target = (args.data_root or default_data_root()) / args.source.name
     try:
         copied = adopt(args.source, target, args.experiments)
-    except AdoptError as exc:
+    except (AdoptError, SchemaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"adopted into {target}: {', '.join(copied)}", file=sys.stderr)

@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -19,12 +20,15 @@ DTYPES = ("int", "float", "str", "bool")
 # SATURATED the client's event loop falls behind (it stamps chunks late and in bursts; AIPerf warns at the
 # same level), so the client, not the server, may have set the row's figures: the site renders them 未确认.
 CLIENT_LOAD = "client_load"
+# A column with this role holds what the experiment chose (requests in flight, a flag's value, rounds): a saturated
+# client does not make it uncertain, so it never renders 未确认 for that reason.
+SETTING = "setting"
 # Quantities that are never below zero: a negative one in a data file is a bug, not a finding.
 NON_NEGATIVE_UNITS = frozenset({"tok/s", "req/s", "chunks/s", "ms", "s", "GiB", "MiB", "tokens", "requests", "chunks",
                                 "inputs", "inputs/s", "words", "docs", "docs/s", "px", "cores", "processes", "servers", "TFLOP/s",
                                 "GB/s", "GB"})
 SATURATED = 0.85
-ROLES = ("", CLIENT_LOAD)
+ROLES = ("", CLIENT_LOAD, SETTING)
 
 # One grammar per dtype: ASCII digits, an optional leading minus where the column allows negatives, an exponent for
 # floats; no underscores, padding, '+', other scripts' digits or words like inf/nan (Python's int() and float() take
@@ -81,7 +85,7 @@ class Column:
     unit: str = ""
     doc: str = ""
     nullable: bool = False
-    role: str = ""  # CLIENT_LOAD, or nothing
+    role: str = ""  # CLIENT_LOAD, SETTING, or nothing
     # The plausible range of a numeric column; None: the unit's default (≥ 0 for counts, times and rates; below the
     # unit's ceiling in CEILINGS, or GENERIC_CEILING). A cell outside fails the build naming file, line and column.
     minimum: float | None = None
@@ -216,10 +220,13 @@ class DatasetSchema:
     def row_key(self, row: dict) -> tuple:
         return tuple(row.get(k) for k in self.key)
 
-    def read(self, path: Path, measured_on: str = "") -> pd.DataFrame:
+    def read(self, path: Path, measured_on: str = "", repeated_keys: Literal["fail", "last"] = "fail") -> pd.DataFrame:
         """Read and validate a CSV; errors name the file, line and column (``file:line:column``). A file may lack
         a nullable column only if it was measured (``measured_on``, YYYY-MM-DD) before the column was ``added``:
-        its rows read with that column empty (a run merging new rows into such a file rewrites it whole)."""
+        its rows read with that column empty (a run merging new rows into such a file rewrites it whole).
+
+        Two rows with the same key fail (a page could not say which one it shows), unless ``repeated_keys`` is
+        ``"last"``: staged rows, where a resumed run that measured a row again appended the newer one."""
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             try:
@@ -244,6 +251,8 @@ class DatasetSchema:
                     f" (missing: {missing or '-'}; undeclared: {unknown or '-'}; expected order: {','.join(self.header)})"
                 )
             records = self._records(path, reader, positions)
+        records = self._one_row_per_key(path, records, keep_last=repeated_keys == "last") if self.key \
+            else [record for _, record in records]
         if not records:
             raise SchemaError(f"{path}:2: a header and no rows; a run that measured nothing publishes no file"
                               " (remove it, or re-measure the experiment)")
@@ -263,7 +272,20 @@ class DatasetSchema:
                                   f"{measured_on[:10] or 'an unknown date'}, not before the column was added "
                                   f"({added}); re-measure it or fix the file")
 
-    def _records(self, path: Path, reader, positions: dict[str, int]) -> list[dict]:
+    def _one_row_per_key(self, path: Path, records: list[tuple[int, dict]], keep_last: bool) -> list[dict]:
+        latest: dict[tuple, tuple[int, dict]] = {}
+        for line_no, record in records:
+            key = self.row_key(record)
+            if key in latest and not keep_last:
+                shown = ", ".join(f"{k}={v!r}" for k, v in zip(self.key, key, strict=True))
+                raise SchemaError(f"{path}:{line_no}: a second row for {shown} (the first is on line "
+                                  f"{latest[key][0]}); one row per key ({', '.join(self.key)}): remove one, or "
+                                  "re-measure the dataset")
+            latest.pop(key, None)  # re-inserted: the newer row takes the later place
+            latest[key] = (line_no, record)
+        return [record for _, record in latest.values()]
+
+    def _records(self, path: Path, reader, positions: dict[str, int]) -> list[tuple[int, dict]]:
         records = []
         line_no = 1
         try:
@@ -280,7 +302,7 @@ class DatasetSchema:
                         shown = text if len(text) <= 80 else text[:60] + f"… ({len(text):,} characters)"
                         raise SchemaError(f"{path}:{line_no}:{positions[col.name]}: column {col.name!r} ({col.dtype}): "
                                           f"{shown!r}: {exc}") from None
-                records.append(record)
+                records.append((line_no, record))
         except csv.Error as exc:  # e.g. a cell over csv's field limit: say where, not only what
             raise SchemaError(f"{path}:{line_no + 1}: not readable as CSV ({exc}); a cell holds at most "
                               f"{MAX_CELL_CHARS:,} characters") from None

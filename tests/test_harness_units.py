@@ -571,6 +571,57 @@ def test_promotion_checks_every_file_before_it_writes_one_and_reads_tables_older
     assert SUMMARY.read(published / SUMMARY.file_name)["metric"].tolist() == ["m"]
 
 
+def test_a_key_is_published_once_even_when_a_resumed_run_measured_it_again(tmp_path):
+    """On the H200 a resumed fidelity_interval asked done(point=…) of a key (point, metric): never true, so the
+    point was measured again, both copies promoted, and the page would have shown either."""
+    import json
+    import shutil
+
+    from measure.experiments.fidelity_interval import RATIO
+    from measure.harness.adopt import adopt
+    from measure.harness.context import RunContext
+    from measure.harness.profiles import CPU
+    from measure.harness.staging import Staging
+    from measure.schema import SchemaError
+
+    def row(point, metric, ratio):
+        return {"point": point, "workload": "chat", "model": "m", "concurrency": 4, "api_server_count": 1,
+                "requests": 8, "metric": metric, "unit": "tok/s", "rounds": 8, "harness": 1.0, "bench": 1.0,
+                "harness_spread_pct": 1.0, "bench_spread_pct": 1.0, "ratio": ratio, "ratio_ci_low": ratio * 0.9,
+                "ratio_ci_high": ratio * 1.1, "ci_max_gap_pct": 10.0, "harness_worker_cpu_max": 0.1,
+                "limited_by": "none"}
+
+    staging = Staging(tmp_path, "env")
+    ctx = RunContext("fidelity_interval", CPU, staging, pool=None)
+    assert not ctx.done(RATIO, point="engine-bound")
+    staging.append(RATIO, row("engine-bound", "output throughput", 0.93))
+    resumed = RunContext("fidelity_interval", CPU, staging, pool=None)
+    assert resumed.done(RATIO, point="engine-bound") and not resumed.done(RATIO, point="high load")
+    assert not resumed.done(RATIO, point="engine-bound", metric="TTFT median")
+    with pytest.raises(ValueError, match="name columns of its key"):
+        resumed.done(RATIO, concurrency=4)
+
+    staging.append(RATIO, row("engine-bound", "output throughput", 0.97))  # measured again: the newer one counts
+    staging.append(RATIO, row("high load", "output throughput", 1.2))
+    with pytest.raises(SchemaError, match=r"env/fidelity_interval.ratio.csv:3: a second row for point='engine-bound'.*line 2"):
+        RATIO.read(staging.csv_path(RATIO))
+    staging.promote([RATIO], lambda current, names: current | {"date": "2026-12-04", "datasets": {
+        RATIO.name: {"date": "2026-12-04"}}, "experiments": {"fidelity_interval": {"datasets": [RATIO.name]}},
+        "hardware": {"gpus": []}})
+    published = RATIO.read(tmp_path / "env" / RATIO.file_name)
+    assert published["ratio"].tolist() == [0.97, 1.2]
+
+    # a folder promoted by the older harness holds both copies; adopting it keeps the newer
+    returned, local = tmp_path / "returned", tmp_path / "local"
+    shutil.copytree(tmp_path / "env", returned)
+    text = (returned / RATIO.file_name).read_text().splitlines()
+    (returned / RATIO.file_name).write_text("\n".join(text[:2] + [text[1].replace("0.97", "0.93")] + text[1:]) + "\n")
+    local.mkdir()
+    (local / "provenance.json").write_text(json.dumps({"hardware": {"gpus": []}}))
+    adopt(returned, local, ["fidelity_interval"])
+    assert RATIO.read(local / RATIO.file_name)["ratio"].tolist() == [0.97, 1.2]
+
+
 def test_a_derived_row_names_the_servers_of_the_datasets_it_comes_from(tmp_path):
     """eager.summary was computed while the last server was live, and its provenance named that one server only."""
     from measure.experiments.eager import DECODE, STARTUP, SUMMARY

@@ -134,6 +134,10 @@ def test_a_saturated_client_turns_its_figures_unconfirmed(fixture_root, lang, wo
     saturated = renderer.value("fidelity.comparison", "ratio", workload="chat", concurrency=16, metric="output throughput")
     assert word in saturated and "0.90" in saturated and "harness_worker_cpu_max" in saturated
     assert renderer.claims[-1].status == "unconfirmed"
+    # what the client cannot have set stays as measured: the row's key, the client's own CPU share, words
+    for column in ("concurrency", "harness_worker_cpu_max", "limited_by"):
+        shown = renderer.value("fidelity.comparison", column, workload="chat", concurrency=16, metric="output throughput")
+        assert word not in shown and renderer.claims[-1].status == "measured", column
     table = renderer.table("fidelity.comparison")
     assert table.count("claim-unconfirmed") == 2  # the saturated row's badge and the note under the table
     assert any(c.status == "unconfirmed" and c.key.endswith(":saturated") for c in renderer.claims)

@@ -20,7 +20,7 @@ from measure.experiment import Experiment, ServerSpec, Step, register
 from measure.harness.bench import bench_serve
 from measure.harness.loadgen import HttpRequest
 from measure.harness.procstat import CpuSampler, process_names
-from measure.schema import CLIENT_LOAD, SATURATED, Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, SATURATED, SETTING, Column, DatasetSchema
 from measure.workloads import sentences
 
 # Workload sizes per profile (MEASURE_SIZES may replace them: '{"fidelity_interval": {...}}'). A point's
@@ -29,7 +29,8 @@ SIZES = {
     "cpu": {"points": ({"point": "engine-bound", "concurrency": 4, "api_server_count": 1, "requests": 16},
                        {"point": "high load", "concurrency": 16, "api_server_count": 2, "requests": 32}),
             "words": 60, "output_tokens": 16, "rounds": 8, "workers": 1},
-    "gpu": {"points": ({"point": "engine-bound", "concurrency": 16, "api_server_count": 1, "requests": 64},
+    # engine-bound rounds of 64 requests (4 per slot, ~2 s) spread 27-36 % on the H200: rounds of 256 test whether length helps
+    "gpu": {"points": ({"point": "engine-bound", "concurrency": 16, "api_server_count": 1, "requests": 256},
                        {"point": "high load", "concurrency": 256, "api_server_count": 4, "requests": 1024}),
             "words": 200, "output_tokens": 256, "rounds": 8, "workers": 4},
 }
@@ -54,12 +55,13 @@ RATIO = DatasetSchema(
         Column("point", "str", doc="engine-bound | high load"),
         Column("workload", "str", doc="chat"),
         Column("model", "str"),
-        Column("concurrency", "int", "requests", "in flight at most"),
-        Column("api_server_count", "int", "processes", "--api-server-count (above 1: started through vllm serve)"),
-        Column("requests", "int", "requests", "per round and tool"),
+        Column("concurrency", "int", "requests", "in flight at most", role=SETTING),
+        Column("api_server_count", "int", "processes", "--api-server-count (above 1: started through vllm serve)",
+               role=SETTING),
+        Column("requests", "int", "requests", "per round and tool", role=SETTING),
         Column("metric", "str"),
         Column("unit", "str"),
-        Column("rounds", "int", "", "pairs of timed rounds in which both tools measured the metric"),
+        Column("rounds", "int", "", "pairs of timed rounds in which both tools measured the metric", role=SETTING),
         Column("harness", "float", doc="our load generator, median over rounds"),
         Column("bench", "float", doc="vllm bench serve, median over rounds"),
         Column("harness_spread_pct", "float", "%", "(highest - lowest round) ÷ median × 100"),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from measure.experiment import all_schemas
 from measure.harness.provenance import STARTUP_DATASET, servers_in_use
-from measure.harness.staging import _csv_text, atomic_write
+from measure.harness.staging import _csv_text, atomic_write, data_lines
 from measure.store import PROVENANCE_FILE
 
 
@@ -42,12 +43,13 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
     absent = [f"{d}.csv" for e in experiments for d in src["experiments"][e]["datasets"] if not (source / f"{d}.csv").is_file()]
     if absent:  # checked before anything is written: a failed adoption leaves the local folder as it was
         raise AdoptError(f"{source}: {', '.join(absent)} listed in its {PROVENANCE_FILE} but missing")
+    texts = {dataset: _published_text(source, dataset, src["datasets"][dataset].get("date") or src.get("date", ""))
+             for e in experiments for dataset in src["experiments"][e]["datasets"]}  # every file checked first
     copied, servers = [], set()
     for name in experiments:
         entry = src["experiments"][name]
         for dataset in entry["datasets"]:
-            csv = source / f"{dataset}.csv"
-            atomic_write(target / csv.name, csv.read_text())
+            atomic_write(target / f"{dataset}.csv", texts[dataset])
             dst.setdefault("datasets", {})[dataset] = src["datasets"][dataset]
             servers.update(src["datasets"][dataset].get("servers", []))
             copied.append(dataset)
@@ -62,6 +64,16 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
     _adopt_startup_rows(source, target, dst, servers)
     atomic_write(target / PROVENANCE_FILE, json.dumps(dst, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     return copied
+
+
+def _published_text(source: Path, dataset: str, measured_on: str) -> str:
+    """The dataset's CSV as it is to be published here: checked against its schema, and with one row per key
+    (a host whose resumed run measured a row twice promoted both before the harness kept only the newer)."""
+    csv, schema = source / f"{dataset}.csv", all_schemas().get(dataset)
+    if schema is None:
+        raise AdoptError(f"{csv}: no dataset {dataset!r} is declared by any experiment in this code")
+    rows = schema.read(csv, measured_on=measured_on, repeated_keys="last").to_dict("records")
+    return csv.read_text() if len(rows) == data_lines(csv) else _csv_text(schema, rows)
 
 
 def _adopt_startup_rows(source: Path, target: Path, dst: dict, adopted: set[str]) -> None:

@@ -381,13 +381,19 @@ class RunContext:
         self._done_cache.setdefault(schema.name, set()).add(schema.row_key(row))
 
     def done(self, schema: DatasetSchema, **key) -> bool:
-        """True if a resumed run already staged the row with this key (skip measuring it again), or if
-        the dataset is already published and the run measures only missing datasets."""
+        """True if a resumed run already staged a row with this key (skip measuring it again), or if
+        the dataset is already published and the run measures only missing datasets. ``key`` may name only some
+        of the key's columns (``point=…`` of a key (point, metric)) where the experiment stages those rows together."""
+        unknown = [k for k in key if k not in schema.key]
+        if unknown or not key:
+            raise ValueError(f"done({schema.name}, {', '.join(unknown) or 'no key'}): name columns of its key "
+                             f"({', '.join(schema.key) or 'it has none'})")
         if self.skipped(schema):
             return True
         if schema.name not in self._done_cache:
             self._done_cache[schema.name] = {schema.row_key(r) for r in self.staging.rows(schema)}
-        return schema.row_key(key) in self._done_cache[schema.name]
+        wanted = [(schema.key.index(k), v) for k, v in key.items()]
+        return any(all(staged[i] == v for i, v in wanted) for staged in self._done_cache[schema.name])
 
     def skipped(self, schema: DatasetSchema) -> bool:
         """Whether the whole dataset is left as published (--only-missing)."""

@@ -44,7 +44,7 @@ class Staging:
         path = self.csv_path(schema)
         if not path.is_file():
             return []
-        return schema.read(path).to_dict("records")
+        return schema.read(path, repeated_keys="last").to_dict("records")
 
     def staged_files(self) -> list[Path]:
         return sorted(self.dir.glob("*.csv")) if self.dir.is_dir() else []
@@ -105,14 +105,18 @@ class Staging:
             target = self.published / schema.file_name
             if schema.name in merge_by_key:
                 # Last row per key wins: a resumed run may have started the same server twice.
-                fresh = {schema.row_key(r): r for r in schema.read(staged).to_dict("records")}
+                fresh = {schema.row_key(r): r for r in schema.read(staged, repeated_keys="last").to_dict("records")}
                 old = schema.read(target, measured_on=self.published_date(schema.name)).to_dict("records") \
                     if target.is_file() else []
                 kept = [r for r in old if schema.row_key(r) not in fresh]
                 writes.append((staged, target, _csv_text(schema, kept + list(fresh.values()))))
             else:
-                schema.read(staged)
-                moves.append((staged, target))
+                # a resumed run that measured a row again staged it twice: the newer one is published
+                rows = schema.read(staged, repeated_keys="last").to_dict("records")
+                if len(rows) == data_lines(staged):
+                    moves.append((staged, target))
+                else:
+                    writes.append((staged, target, _csv_text(schema, rows)))
             promoted.append(schema.name)
         self.published.mkdir(parents=True, exist_ok=True)
         for staged, target in moves:
@@ -144,6 +148,12 @@ class Staging:
         kept = [r for r in rows if schema.row_key(r) in keys]
         if len(kept) != len(rows):
             atomic_write(target, _csv_text(schema, kept))
+
+
+def data_lines(path: Path) -> int:
+    """The rows of a CSV file below its header."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return sum(1 for cells in csv.reader(fh) if cells) - 1
 
 
 def _csv_text(schema: DatasetSchema, rows: list[dict]) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from babel.numbers import format_decimal
 
-from measure.schema import SATURATED, DatasetSchema, SchemaError, UnknownName
+from measure.schema import CLIENT_LOAD, SATURATED, SETTING, DatasetSchema, SchemaError, UnknownName
 from measure.site import facts
 from measure.site.consistency import Consistency, consistency_for
 from measure.site.labels import column_label, model_label, unit_label, value_label
@@ -364,7 +364,7 @@ class ClaimRenderer:
             shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
             text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
-            reasons = self.row_reasons(schema, rows.iloc[0], tolerance)
+            reasons = self.row_reasons(schema, rows.iloc[0], tolerance, column)
             note = ""
             if not candidate.cited:
                 agreement, note = self._agreement(candidate.name, dataset, column, rows.iloc[0], differs)
@@ -571,10 +571,16 @@ class ClaimRenderer:
                 raise UnknownName(f"{self.page}: {column}={wanted!r} occurs in no environment's {dataset} "
                                   f"(it has: {shown}); a typo? missing_ok=True declares a row still to come")
 
-    def row_reasons(self, schema: DatasetSchema, row, tolerance: dict | None) -> list[str]:
-        """Why a row's figures are 未确认: a saturated load client, or a value outside the page's tolerance."""
+    def row_reasons(self, schema: DatasetSchema, row, tolerance: dict | None, column: str | None = None) -> list[str]:
+        """Why a row's figures (or its ``column``) are 未确认: a saturated load client, or a value outside the page's
+        tolerance. A saturated client leaves alone what it cannot have set: the row's key, the experiment's settings,
+        the clients' own CPU shares and words (which of them was saturated)."""
         reasons = []
         saturated = saturation(schema, row)
+        if saturated and column is not None and (
+                column in schema.key or schema.column(column).role in (SETTING, CLIENT_LOAD)
+                or schema.column(column).dtype in ("str", "bool")):
+            saturated = None
         if saturated:
             reasons.append(self.saturation_reason(*saturated))
         for column, (low, high) in (tolerance or {}).items():
