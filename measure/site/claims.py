@@ -901,7 +901,9 @@ class ClaimRenderer:
         def axis(col, log, category=False, settings=False):
             found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "type": "category" if category else "log" if log else "linear"}
             values = [v for _, rows in frames for v in rows[col.name]]
-            return found if category else found | self._ticks(col, values, settings)
+            if category:  # half a category of room each side, as bars get: markers at the ends keep their labels whole
+                return found | {"range": [-0.5, len(set(map(str, values))) - 0.5]}
+            return found | self._ticks(col, values, settings)
 
         figure = {
             "data": traces,
