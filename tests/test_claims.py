@@ -89,8 +89,9 @@ def test_chart_is_stable_and_carries_every_environment(store):
     b = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", color="encoding_format")
     assert a == b
     assert "not stated · Qwen3-Embedding-0.6B · Fixture citation (cited)" in a and '"dash": "dash"' in a
-    # a legend entry leads with what tells its series from the others (a phone shows only an entry's start)
-    assert "float · tiny Qwen3-Embedding-0.6B (2 layers, hidden 128) · Test fixture: CPU" in a
+    # in the stand-in's own chart the entries name what differs; the model and source they share are said once below
+    assert '"name": "float"' in a
+    assert 'claim-chart-shared">Every series: tiny Qwen3-Embedding-0.6B (2 layers, hidden 128) · Test fixture: CPU' in a
 
 
 def test_unconfirmed_and_not_measured_badges(store):
@@ -292,9 +293,10 @@ def test_a_chart_series_never_mixes_models_and_the_stand_in_gets_its_own_chart(f
     assert [tr["name"] for tr in full["data"]] == ["float · all-MiniLM-L6-v2 · Test fixture: CPU"]
     assert full["data"][0]["y"] == [900.0, 3000.0]
     names = [tr["name"] for tr in stand_in["data"]]
-    assert len(names) == 2 and all("tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in n for n in names)
-    assert stand_in["layout"]["title"]["text"] == "Scaled-down models on the CPU backend: the shape, not the speed"
-    assert not full["layout"]["title"]["text"]
+    assert sorted(names) == ["base64", "float"]
+    assert "Every series: tiny Qwen3-Embedding-0.6B (2 layers, hidden 128)" in html
+    assert html.count('class="claim-chart-title"') == 1  # the stand-in's chart only, above it, where it can wrap
+    assert html.index("Scaled-down models on the CPU backend: the shape, not the speed") > html.index(full["data"][0]["name"])
 
 
 def test_a_table_keeps_full_size_and_stand_in_rows_apart_and_folds_what_never_varies(fixture_root):
@@ -420,7 +422,7 @@ def test_a_folded_table_or_chart_keeps_every_row_behind_all_data_with_its_csv_li
 def test_legend_entries_lead_with_what_varies_between_series():
     from measure.site.claims import legend_names
 
-    # one source, two models: the model first; two sources of one model and value: the source first
-    assert legend_names([("x", "A", "Ours"), ("x", "B", "Ours")]) == ["A · x · Ours", "B · x · Ours"]
-    assert legend_names([(None, "A", "Ours"), (None, "A", "Article (cited)")]) == ["Ours · A", "Article (cited) · A"]
-    assert legend_names([("1", "A", "Ours")]) == ["1 · A · Ours"]  # one series: value, model, source
+    # one source, two models: the entries name the model, the rest is said once; two sources of one model: the source
+    assert legend_names([("x", "A", "Ours"), ("x", "B", "Ours")]) == (["A", "B"], "x · Ours")
+    assert legend_names([(None, "A", "Ours"), (None, "A", "Article (cited)")]) == (["Ours", "Article (cited)"], "A")
+    assert legend_names([("1", "A", "Ours")]) == (["1 · A · Ours"], "")  # one series: value, model, source

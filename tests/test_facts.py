@@ -228,3 +228,16 @@ def test_an_answer_leaves_out_the_sentences_it_cannot_fill_and_says_so_once(stor
         text = re.sub(r"<[^>]+>", "", re.sub(r'title="[^"]*"', "", html))
         assert kept in text and "12,346" in text and dropped not in text, text
         assert html.count("claim-not-measured") == 1 and ("Settling it takes a run." in html or "需要再测。" in html)
+
+
+def test_what_would_settle_an_answer_shows_backticks_as_code(tmp_path):
+    import shutil
+
+    from measure.site.scan import make_store
+
+    shutil.copytree("data", tmp_path / "data")  # capacity's --api-server-count answer, unsettled without H200 rows
+    for path in (tmp_path / "data" / "gpu-1x-nvidia-h200").glob("api_servers.*.csv"):
+        path.unlink()
+    html, _ = render(make_store(tmp_path / "data", partial=True), "en", lambda r: r.answers("capacity"))
+    unsettled = [part.split("</span>")[0] for part in html.split('class="answer-unsettled">')[1:]]
+    assert any("<code>vllm serve</code>" in part for part in unsettled) and not any("`" in p for p in unsettled)

@@ -56,6 +56,7 @@ TEXT = {
     "conditions": {"zh": "条件", "en": "conditions"},
     "measured": {"zh": "实测", "en": "measured"},
     "source": {"zh": "来源", "en": "Source"},
+    "every_series": {"zh": "各系列相同", "en": "Every series"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
     "data_file": {"zh": "数据文件", "en": "data file"},
     "all_data": {"zh": "全部数据", "en": "All data"},
@@ -895,11 +896,14 @@ class ClaimRenderer:
                         trace["line"] = {"dash": "dash"}
                         trace["marker"] = {"symbol": "diamond-open", "size": 11}
                 traces.append(trace)
-        for trace, name in zip(traces, legend_names(parts), strict=True):
+        names, shared = legend_names(parts)
+        for trace, name in zip(traces, names, strict=True):
             trace["name"] = _plotly_text(name)
 
         def axis(col, log, category=False, settings=False):
-            found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "type": "category" if category else "log" if log else "linear"}
+            # automargin: tick labels Plotly turns on a narrow screen grow the margin instead of leaving it
+            found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "automargin": True,
+                     "type": "category" if category else "log" if log else "linear"}
             values = [v for _, rows in frames for v in rows[col.name]]
             if category:  # half a category of room each side, as bars get: markers at the ends keep their labels whole
                 return found | {"range": [-0.5, len(set(map(str, values))) - 0.5]}
@@ -908,13 +912,13 @@ class ClaimRenderer:
         figure = {
             "data": traces,
             "layout": {
-                "title": {"text": _plotly_text(title)},
                 # words on x (a metric, a setting's name) are categories on any kind of chart, not positions
                 "xaxis": axis(xcol, log_x, category=kind == "bar" or xcol.dtype == "str", settings=True),
                 **({"barmode": "group"} if kind == "bar" else {}),
                 "yaxis": axis(ycol, log_y),
-                "margin": {"t": 48 if title else 16, "r": 16},
-                "legend": {"orientation": "h", "y": -0.25},
+                "margin": {"t": 16, "r": 16},
+                # above the plot: below it, the tick labels Plotly turns on a phone ran into the entries
+                "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
                 "showlegend": True,  # a lone series still says what it is (Plotly hides a one-trace legend)
                 "height": 380,
             },
@@ -922,10 +926,13 @@ class ClaimRenderer:
         # No "<" at all inside the <script>: neither "</script>" nor "<!--" can end or swallow it.
         payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        # the title is the page's text, not Plotly's: it wraps on a phone, where Plotly cut a long one at both ends
         return (
-            f'<div class="claim-chart" id="{div_id}"></div>'
+            (f'<p class="claim-chart-title">{html.escape(title)}</p>' if title else "")
+            + f'<div class="claim-chart" id="{div_id}"></div>'
             f'<script type="application/json" data-chart-for="{div_id}">{payload}</script>'
-            f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
+            + (f'<p class="claim-chart-shared">{t("every_series", self.lang)}: {html.escape(shared)}</p>' if shared else "")
+            + f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
         )
 
     def _series_value(self, color: str | None, value, labels: dict) -> str | None:
@@ -1051,7 +1058,7 @@ class ClaimRenderer:
         if missing:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
-                f' <span class="answer-unsettled">{html.escape(unsettled)}</span>' if unsettled else "")
+                f' <span class="answer-unsettled">{inline_code(unsettled)}</span>' if unsettled else "")
         return body
 
     def _other_figures(self, figures: list[Figure], shown: list) -> str:
@@ -1169,12 +1176,20 @@ def _plotly_text(v):
     return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
 
 
-def legend_names(parts: list[tuple]) -> list[str]:
-    """Each series' legend entry: what tells it from the others first, then what every series shares (a phone
-    shows a legend entry's start only; the source, the same for most charts, is the long part)."""
+def inline_code(text: str) -> str:
+    """Plain text as HTML, with `backticks` as code (as the page's Markdown would show them)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def legend_names(parts: list[tuple]) -> tuple[list[str], str]:
+    """Each series' legend entry (what tells it from the others), and what every series shares, said once below
+    the chart where it can wrap: a legend entry is one line, and on a phone the long shared part (model, source)
+    pushed the part that differs out of sight. A lone series keeps the whole description in its entry."""
     varying = [i for i in range(3) if len({p[i] for p in parts}) > 1]
-    order = varying + [i for i in range(3) if i not in varying]
-    return [" · ".join(str(p[i]) for i in order if p[i] is not None) for p in parts]
+    if not varying:
+        return [" · ".join(str(v) for v in p if v is not None) for p in parts], ""
+    shared = " · ".join(str(parts[0][i]) for i in range(3) if i not in varying and parts[0][i] is not None)
+    return [" · ".join(str(p[i]) for i in varying if p[i] is not None) for p in parts], shared
 
 
 def _json_value(v):
