@@ -426,3 +426,20 @@ def test_legend_entries_lead_with_what_varies_between_series():
     assert legend_names([("x", "A", "Ours"), ("x", "B", "Ours")]) == (["A", "B"], "x · Ours")
     assert legend_names([(None, "A", "Ours"), (None, "A", "Article (cited)")]) == (["Ours", "Article (cited)"], "A")
     assert legend_names([("1", "A", "Ours")]) == (["1 · A · Ours"], "")  # one series: value, model, source
+
+
+def test_a_scatter_of_categories_stands_its_series_side_by_side_around_the_data_with_a_level_line():
+    import json
+
+    from measure.site.scan import make_store
+
+    html = render(make_store()).chart("fidelity_interval.ratio", x="metric", y="ratio", color="point", kind="scatter",
+                                      spread=("ratio_ci_low", "ratio_ci_high"), env="gpu-1x-nvidia-h200", line_at=1)
+    layout = json.loads(re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html)[0])["layout"]
+    assert layout["scattermode"] == "group" and layout["shapes"][0]["y0"] == 1
+    rows = make_store().frame(make_store().env("gpu-1x-nvidia-h200"), "fidelity_interval.ratio")
+    low, high = layout["yaxis"]["range"]  # grouped markers made Plotly start at 0; the range hugs the intervals
+    assert 0 < low < min(rows["ratio_ci_low"].min(), 1) and max(rows["ratio_ci_high"].max(), 1) < high
+    assert layout["legend"]["y"] > 1 and layout["xaxis"]["automargin"]  # entries above; turned ticks keep their room
+    with pytest.raises(UnknownName, match="line_at must be a finite number"):
+        render(make_store()).chart("fidelity_interval.ratio", x="metric", y="ratio", line_at=float("nan"))

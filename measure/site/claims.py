@@ -824,10 +824,15 @@ class ClaimRenderer:
         spread: tuple[str, str] | None = None,
         missing_ok: bool = False,
         collapsed: bool = False,
+        line_at: float | None = None,
     ) -> str:
         """A plotly chart drawn from every environment that holds the dataset; cited series dashed. ``spread``
         names the columns of each point's lowest and highest repeat (drawn as error bars). A bar chart's x axis is
-        categorical: its bars stand for conditions, not for positions on a scale."""
+        categorical: its bars stand for conditions, not for positions on a scale; on a scatter chart with a
+        categorical x the series stand side by side too. ``line_at`` draws a dotted level line (1 on a chart of
+        ratios: where the two sides are equal)."""
+        if line_at is not None and not (isinstance(line_at, (int, float)) and math.isfinite(line_at)):
+            raise UnknownName(f"line_at must be a finite number, not {line_at!r}")
         schema = self.store.schema(dataset)
         if kind not in ("line", "bar", "scatter"):
             raise UnknownName(f"chart kind must be line, bar or scatter, not {kind!r}")
@@ -850,7 +855,7 @@ class ClaimRenderer:
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share an axis
         html_out = "".join(
             self._figure(dataset, schema, group, x, y, color=color, kind=kind, log_x=log_x, log_y=log_y, labels=labels,
-                         spread=spread, title=t("stand_in", self.lang) if stand_in else title,
+                         spread=spread, title=t("stand_in", self.lang) if stand_in else title, line_at=line_at,
                          div_id="chart-" + _stable_id(self.page, claim_key, *(["stand-in"] if i else [])))
             for i, (stand_in, group) in enumerate(groups))
         html_out += self._saturated_note(schema, frames, claim_key)
@@ -866,7 +871,7 @@ class ClaimRenderer:
                 f'<span class="claim-all-data-csv">{t("data_file", self.lang)} {links}</span></summary>{body}</details>')
 
     def _figure(self, dataset: str, schema: DatasetSchema, frames, x: str, y: str, *, color, kind: str, log_x: bool,
-                log_y: bool, labels: dict, spread, title: str, div_id: str) -> str:
+                log_y: bool, labels: dict, spread, title: str, div_id: str, line_at: float | None = None) -> str:
         """One plotly figure of ``frames``, with its source links."""
         xcol, ycol = schema.column(x), schema.column(y)
         traces, parts = [], []  # parts: each trace's (series value, model, source), named once all are known
@@ -909,13 +914,20 @@ class ClaimRenderer:
                 return found | {"range": [-0.5, len(set(map(str, values))) - 0.5]}
             return found | self._ticks(col, values, settings)
 
+        side_by_side = kind == "scatter" and xcol.dtype == "str"
         figure = {
             "data": traces,
             "layout": {
                 # words on x (a metric, a setting's name) are categories on any kind of chart, not positions
                 "xaxis": axis(xcol, log_x, category=kind == "bar" or xcol.dtype == "str", settings=True),
                 **({"barmode": "group"} if kind == "bar" else {}),
-                "yaxis": axis(ycol, log_y),
+                # side by side, like bars: two series' error bars at one category would hide each other
+                **({"scattermode": "group"} if side_by_side else {}),
+                **({"shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": line_at, "y1": line_at,
+                                "line": {"dash": "dot", "width": 1, "color": "#888"}}]} if line_at is not None else {}),
+                # grouped markers would make Plotly start the axis at 0, as for bars: keep it around the data
+                "yaxis": axis(ycol, log_y) | (self._data_range(frames, y, spread, line_at) if side_by_side and not log_y
+                                              else {}),
                 "margin": {"t": 16, "r": 16},
                 # above the plot: below it, the tick labels Plotly turns on a phone ran into the entries
                 "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
@@ -926,13 +938,14 @@ class ClaimRenderer:
         # No "<" at all inside the <script>: neither "</script>" nor "<!--" can end or swallow it.
         payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
         sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        colon = "：" if self.lang == "zh" else ": "
         # the title is the page's text, not Plotly's: it wraps on a phone, where Plotly cut a long one at both ends
         return (
             (f'<p class="claim-chart-title">{html.escape(title)}</p>' if title else "")
             + f'<div class="claim-chart" id="{div_id}"></div>'
             f'<script type="application/json" data-chart-for="{div_id}">{payload}</script>'
-            + (f'<p class="claim-chart-shared">{t("every_series", self.lang)}: {html.escape(shared)}</p>' if shared else "")
-            + f'<p class="claim-chart-sources">{t("source", self.lang)}: {sources}</p>'
+            + (f'<p class="claim-chart-shared">{t("every_series", self.lang)}{colon}{html.escape(shared)}</p>' if shared else "")
+            + f'<p class="claim-chart-sources">{t("source", self.lang)}{colon}{sources}</p>'
         )
 
     def _series_value(self, color: str | None, value, labels: dict) -> str | None:
@@ -955,6 +968,16 @@ class ClaimRenderer:
                     "ticktext": [format_number(v, self.lang) for v in numbers], "hoverformat": ",d"}
         return {"tickformat": ",d" if column.dtype == "int" else ",.3~r",
                 "hoverformat": ",d" if column.dtype == "int" else ",.3~r"}
+
+    @staticmethod
+    def _data_range(frames, y: str, spread, line_at: float | None) -> dict:
+        """A y range around every point, its spread and the level line, with a little room each side."""
+        columns = [y, *(spread or ())]
+        values = [float(v) for _, rows in frames for c in columns for v in rows[c] if not pd.isna(v)]
+        values += [line_at] if line_at is not None else []
+        low, high = min(values), max(values)
+        pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+        return {"range": [low - pad, high + pad]}
 
     @staticmethod
     def _error_bars(dataset: str, env_obj, part, y: str, low: str, high: str) -> dict:

@@ -253,7 +253,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "later_ttft_ms": ("之后请求的 TTFT", "TTFT of later requests"),
     "base_ttft_ms": ("基座模型 TTFT", "base model TTFT"),
     # api_servers
-    "api_server_count": ("API 服务器进程数（参数）", "--api-server-count"),
+    "api_server_count": ("--api-server-count", "--api-server-count"),
     # fidelity_interval
     "point": ("负载点", "load point"),
     "harness_spread_pct": ("本站各轮差距", "spread of our rounds"),

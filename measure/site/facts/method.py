@@ -79,7 +79,7 @@ topic("method", facts={
                       "服务器进程时，本站客户端测得的输出吞吐高于 bench：{hl_ours_tok_s} 对 {hl_bench_tok_s}"
                       "{hl_ours_more}（比值 {hl_ratio}，{hl_low}–{hl_high}），各轮相差 {hl_spread_ours}（本站）和 "
                       "{hl_spread_bench}（bench）；其间 bench 自己的进程用了 {hl_bench_cpu} 个核，最忙的 API 服务器进程 "
-                      "{hl_api_cpu} 个核，引擎核心 {hl_engine_cpu} 个核（达到饱和占用的：{hl_limited_by}）。"
+                      "{hl_api_cpu} 个核，引擎核心 {hl_engine_cpu} 个核（达到饱和占用的客户端和 API 服务器：{hl_limited_by}）。"
                       "列在其中的客户端，测到的不只是服务器，也有它自己。",
                 "en": "With {iv_concurrency} chat requests in flight on the H200 and one API-server process, "
                       "{iv_rounds} alternating pairs of rounds put ours / the bench's output throughput at {iv_ratio} "
@@ -91,9 +91,9 @@ topic("method", facts={
                       "more output throughput than the bench, {hl_ours_tok_s} against {hl_bench_tok_s}{hl_ours_more} "
                       "(ratio {hl_ratio}, {hl_low}–{hl_high}), rounds spreading {hl_spread_ours} (ours) and "
                       "{hl_spread_bench} (the bench's), while the bench's own process used {hl_bench_cpu} of a core, "
-                      "the busiest API-server process {hl_api_cpu} and the engine core {hl_engine_cpu} (at the "
-                      "saturation share: {hl_limited_by}). A client listed there measures itself as well as the "
-                      "server."},
+                      "the busiest API-server process {hl_api_cpu} and the engine core {hl_engine_cpu} (clients and "
+                      "API servers at the saturation share: {hl_limited_by}). A client listed there measures itself as "
+                      "well as the server."},
         figure="fidelity-interval",
         unsettled={"zh": "需要在 H200 上运行这个置信区间实验；CPU 替身上的结果在所链接的小节里。",
                    "en": "Settling it takes the fidelity_interval run on the H200; the CPU stand-in's rows are in the "
