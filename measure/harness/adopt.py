@@ -13,7 +13,7 @@ from pathlib import Path
 
 from measure.experiment import all_schemas
 from measure.harness.provenance import STARTUP_DATASET, servers_in_use
-from measure.harness.staging import _csv_text, atomic_write, data_lines
+from measure.harness.staging import _csv_text, atomic_write, one_row_per_key_text
 from measure.store import PROVENANCE_FILE
 
 
@@ -72,8 +72,7 @@ def _published_text(source: Path, dataset: str, measured_on: str) -> str:
     csv, schema = source / f"{dataset}.csv", all_schemas().get(dataset)
     if schema is None:
         raise AdoptError(f"{csv}: no dataset {dataset!r} is declared by any experiment in this code")
-    rows = schema.read(csv, measured_on=measured_on, repeated_keys="last").to_dict("records")
-    return csv.read_text() if len(rows) == data_lines(csv) else _csv_text(schema, rows)
+    return one_row_per_key_text(schema, csv, measured_on)
 
 
 def _adopt_startup_rows(source: Path, target: Path, dst: dict, adopted: set[str]) -> None:

@@ -97,7 +97,7 @@ class Staging:
         """
         # Every file is read and checked before any is written: a promotion that fails leaves the staged rows
         # and the published data as they were (a first try wrote some datasets, then failed on the next).
-        moves, writes, promoted = [], [], []
+        writes, promoted = [], []
         for schema in schemas:
             staged = self.csv_path(schema)
             if not staged.is_file():
@@ -111,16 +111,9 @@ class Staging:
                 kept = [r for r in old if schema.row_key(r) not in fresh]
                 writes.append((staged, target, _csv_text(schema, kept + list(fresh.values()))))
             else:
-                # a resumed run that measured a row again staged it twice: the newer one is published
-                rows = schema.read(staged, repeated_keys="last").to_dict("records")
-                if len(rows) == data_lines(staged):
-                    moves.append((staged, target))
-                else:
-                    writes.append((staged, target, _csv_text(schema, rows)))
+                writes.append((staged, target, one_row_per_key_text(schema, staged)))
             promoted.append(schema.name)
         self.published.mkdir(parents=True, exist_ok=True)
-        for staged, target in moves:
-            os.replace(staged, target)
         for staged, target, text in writes:
             atomic_write(target, text)
             staged.unlink()
@@ -150,10 +143,13 @@ class Staging:
             atomic_write(target, _csv_text(schema, kept))
 
 
-def data_lines(path: Path) -> int:
-    """The rows of a CSV file below its header."""
+def one_row_per_key_text(schema: DatasetSchema, path: Path, measured_on: str = "") -> str:
+    """A checked CSV's text to publish, one row per key: a resumed run that measured a row again staged it twice,
+    and the newer one counts. The file's own bytes where it has no repeated key."""
+    rows = schema.read(path, measured_on=measured_on, repeated_keys="last").to_dict("records")
     with open(path, newline="", encoding="utf-8") as fh:
-        return sum(1 for cells in csv.reader(fh) if cells) - 1
+        lines = sum(1 for cells in csv.reader(fh) if cells) - 1
+    return path.read_text(encoding="utf-8") if len(rows) == lines else _csv_text(schema, rows)
 
 
 def _csv_text(schema: DatasetSchema, rows: list[dict]) -> str:

@@ -194,6 +194,13 @@ def saturation(schema: DatasetSchema, row) -> tuple[str, float] | None:
     return None
 
 
+def client_can_move(schema: DatasetSchema, column: str) -> bool:
+    """Whether a saturated client can have pulled ``column`` off course: not the row's key, a setting the experiment
+    chose, a client's own CPU share or words (which process was saturated)."""
+    col = schema.column(column)
+    return column not in schema.key and col.role not in (SETTING, CLIENT_LOAD) and col.dtype not in ("str", "bool")
+
+
 def _stable_id(*parts: str) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:10]
 
@@ -578,11 +585,7 @@ class ClaimRenderer:
         the clients' own CPU shares and words (which of them was saturated)."""
         reasons = []
         saturated = saturation(schema, row)
-        if saturated and column is not None and (
-                column in schema.key or schema.column(column).role in (SETTING, CLIENT_LOAD)
-                or schema.column(column).dtype in ("str", "bool")):
-            saturated = None
-        if saturated:
+        if saturated and (column is None or client_can_move(schema, column)):
             reasons.append(self.saturation_reason(*saturated))
         for column, (low, high) in (tolerance or {}).items():
             value = row[column]
