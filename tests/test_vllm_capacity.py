@@ -7,7 +7,8 @@ from conftest import VLLM_HOW, python_imports, require, run_measure
 
 pytestmark = pytest.mark.vllm
 
-CAPACITY = {"bandwidth_mib": 64, "floor": {"prompt_words": 16, "output_tokens": 16, "requests": 2, "rounds": 1},
+CAPACITY = {"bandwidth_mib": 64, "floor": {"prompt_words": 16, "output_tokens": 16, "requests": 2, "rounds": 1,
+                                          "roles": ["chat", "chat_large"], "large_args": ["--max-model-len", "1024"]},
             "memory": {"flag": "--kv-cache-memory-bytes", "full": [str(4 << 20)], "facts_only": []},
             "knee": {"prompt_words": 512, "output_tokens": 16, "concurrency": [4, 32], "rounds": 1}}
 KV_DTYPE = {"dtypes": ["auto", "fp8"], "prompt_tokens": [128], "output_tokens": 8, "sequential": 2, "rounds": 1,
@@ -33,9 +34,14 @@ def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(measured
     env = measured.env("capacity-cpu")
     bandwidth = measured.frame(env, "capacity.bandwidth").iloc[0]
     assert bandwidth["bandwidth_gb_s"] > 0.5 and bandwidth["buffer_mib"] == 64
-    floor = measured.frame(env, "capacity.decode_floor").iloc[0]
-    assert floor["model"] == "tiny-Qwen3-0.6B" and 0 < floor["floor_ms"] < floor["tpot_ms"]
-    assert floor["floor_ms"] == pytest.approx(floor["weight_gb"] / floor["bandwidth_gb_s"] * 1000)
+    floors = measured.frame(env, "capacity.decode_floor").set_index("model")
+    assert set(floors.index) == {"tiny-Qwen3-0.6B", "Qwen3-0.6B"}
+    for _, floor in floors.iterrows():
+        assert 0 < floor["floor_ms"] < floor["tpot_ms"]
+        assert floor["floor_ms"] == pytest.approx(floor["weight_gb"] / floor["bandwidth_gb_s"] * 1000)
+    # the full-size model reads ~30x the tiny one's weights a step: its floor, and its time per token, are longer
+    tiny, full = floors.loc["tiny-Qwen3-0.6B"], floors.loc["Qwen3-0.6B"]
+    assert full["weight_gb"] > 20 * tiny["weight_gb"] and full["tpot_ms"] > tiny["tpot_ms"]
     memory = measured.frame(env, "capacity.memory").iloc[0]
     # 4 MiB of a two-layer, one-KV-head, 64-wide cache: 512 bytes a token
     assert memory["started"] and memory["kv_cache_tokens"] == (4 << 20) // 512

@@ -2,8 +2,9 @@
 ``--gpu-memory-utilization`` buys in KV-cache tokens and in requests served at once.
 
 The bandwidth is a torch copy on the device (no vLLM). Decode time per token is taken one request at a time with
-a short prompt, against the floor: the weight bytes one step must read ÷ that bandwidth. Capacity: servers alone on
-the device at several memory settings, each with vLLM's own KV sizing, and a sweep of concurrency at a fixed request
+a short prompt, against the floor: the weight bytes one step must read ÷ that bandwidth; for the chat model and a
+larger one (role ``chat_large``): what a step spends beyond reading its weights shows in how the gap changes with
+the weights' size. Capacity: servers alone on the device at several memory settings, each with vLLM's own KV sizing, and a sweep of concurrency at a fixed request
 shape until the cache is full (preemptions, time to first token).
 """
 
@@ -27,12 +28,17 @@ from measure.workloads import random_words
 # set in bytes (VLLM_CPU_KVCACHE_SPACE cleared): a tiny model's cache of the profile's 2 GiB would never fill.
 SIZES = {
     "cpu": {"bandwidth_mib": 512,
-            "floor": {"prompt_words": 32, "output_tokens": 64, "requests": 4, "rounds": 3},
+            # the full-size model's 40k-token context would not fit the CPU profile's KV cache
+            "floor": {"prompt_words": 32, "output_tokens": 64, "requests": 4, "rounds": 3,
+                      "roles": ("chat", "chat_large"), "large_args": ("--max-model-len", "2048")},
             "memory": {"flag": "--kv-cache-memory-bytes", "full": (str(4 << 20), str(8 << 20), str(16 << 20)),
                        "facts_only": ()},
             "knee": {"prompt_words": 512, "output_tokens": 32, "concurrency": (8, 32, 64), "rounds": 2}},
     "gpu": {"bandwidth_mib": 4096,
-            "floor": {"prompt_words": 32, "output_tokens": 256, "requests": 4, "rounds": 3},
+            "floor": {"prompt_words": 32, "output_tokens": 256, "requests": 4, "rounds": 3,
+                      "roles": ("chat", "chat_large"), "large_args": (),
+                      # it idles beside other servers while they measure: a KV cache far beyond one request
+                      "large_memory": ("--gpu-memory-utilization", "0.3", "--kv-cache-memory-bytes", str(8 << 30))},
             "memory": {"flag": "--gpu-memory-utilization", "full": ("0.06", "0.1", "0.2"), "facts_only": ("0.9",)},
             "knee": {"prompt_words": 1024, "output_tokens": 256, "concurrency": (16, 32, 64, 128), "rounds": 2}},
 }
@@ -149,6 +155,13 @@ class Capacity(Experiment):
         return ServerSpec("chat", (flag, value), env, label=f"capacity-{readable}", starts_alone=True,
                           facts_only=facts_only)
 
+    def floor_spec(self, profile) -> ServerSpec:
+        """The larger chat model's server, for its decode floor only (the chat model's is taken on a memory
+        setting's server)."""
+        floor = self.sizes(profile)["floor"]
+        return ServerSpec("chat_large", tuple(floor.get("large_args", ())), label="capacity-floor",
+                          shared_memory=tuple(floor.get("large_memory", ())))
+
     def plan(self, profile):
         s = self.sizes(profile)
         knee, floor = s["knee"], s["floor"]
@@ -156,12 +169,20 @@ class Capacity(Experiment):
         per_floor = (floor["rounds"] + 1) * floor["requests"]
         steps = [Step(None, f"memory bandwidth: a torch copy of {s['bandwidth_mib']} MiB", 0, 10)]
         full = s["memory"]["full"]
+        chat_floor = "chat" in self.floor_roles(s)
         steps += [Step(self.memory_spec(profile, v), f"{s['memory']['flag']} {v}: concurrency {list(knee['concurrency'])}"
-                       + ("; the chat model's decode floor" if v == full[-1] else ""),
-                       per_sweep + (per_floor if v == full[-1] else 0), 60) for v in full]
+                       + ("; the chat model's decode floor" if chat_floor and v == full[-1] else ""),
+                       per_sweep + (per_floor if chat_floor and v == full[-1] else 0), 60) for v in full]
         steps += [Step(self.memory_spec(profile, v, facts_only=True), f"{s['memory']['flag']} {v}: start-up facts", 0, 0)
                   for v in s["memory"]["facts_only"]]
+        if "chat_large" in self.floor_roles(s):
+            steps.append(Step(self.floor_spec(profile), "the larger chat model's decode floor", per_floor, 30))
         return steps
+
+    @staticmethod
+    def floor_roles(s: dict) -> tuple[str, ...]:
+        """Whose decode floor is measured (sizes that predate the larger model name none: the chat model's)."""
+        return tuple(s["floor"].get("roles", ("chat",)))
 
     @staticmethod
     def knee_requests(concurrency: int) -> int:
@@ -175,14 +196,17 @@ class Capacity(Experiment):
             ctx.record(BANDWIDTH, {k: measured[k] for k in ("device", "buffer_mib", "bandwidth_gb_s", "threads", "torch")},
                        servers=())
         bandwidth = self.bandwidth(ctx)
+        roles = self.floor_roles(s)
         for value in s["memory"]["full"]:
             server = self.memory(ctx, value, s)
             if server is not None:
                 self.knee(ctx, server, value, s)
-                if value == s["memory"]["full"][-1]:
+                if value == s["memory"]["full"][-1] and "chat" in roles:
                     self.decode_floor(ctx, server, "chat", s, bandwidth)
         for value in s["memory"]["facts_only"]:
             self.memory(ctx, value, s, facts_only=True)
+        if "chat_large" in roles and not ctx.done(DECODE_FLOOR, model=ctx.model("chat_large").name):
+            self.decode_floor(ctx, ctx.server(self.floor_spec(ctx.profile)), "chat_large", s, bandwidth)
 
     def bandwidth(self, ctx) -> float:
         rows = (BANDWIDTH.read(ctx.staging.published / BANDWIDTH.file_name).to_dict("records") if ctx.skipped(BANDWIDTH)

@@ -53,6 +53,8 @@ CPU = Profile(
         "reranker": "tiny:Qwen3-Reranker-0.6B",
         "vl": "tiny:Qwen3-VL-2B-Instruct",
         "parallel": "tiny:Qwen3-0.6B",
+        # the larger chat model of the decode floor: full size, so its weights stream from memory, not a cache
+        "chat_large": "dummy:Qwen3-0.6B",
     },
     # bf16: fp16 is ~8x slower on this backend; eager: ~24 s starts instead of 40-57 s.
     server_args=("--dtype", "bfloat16", "--enforce-eager", "--max-num-seqs", "64"),
@@ -79,6 +81,7 @@ GPU = Profile(
         "reranker": "dummy:Qwen3-Reranker-0.6B",
         "vl": "dummy:Qwen3-VL-2B-Instruct",
         "parallel": "dummy:Qwen3-8B",
+        "chat_large": "dummy:Qwen3-8B",
     },
     # vLLM's default mode (torch.compile + CUDA graphs), the way people serve: on one H200, --enforce-eager gave
     # 5.3x less output throughput at 32 in flight. Only the eager-contrast data add --enforce-eager.
