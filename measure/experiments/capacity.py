@@ -72,6 +72,8 @@ DECODE_FLOOR = DatasetSchema(
         Column("tpot_ms_min", "float", "ms"),
         Column("tpot_ms_max", "float", "ms"),
         Column("floor_share_pct", "float", "%", "floor_ms ÷ tpot_ms: how much of a step the weights' reading explains"),
+        Column("beyond_floor_ms", "float", "ms", "tpot_ms − floor_ms: the part of a step not spent reading weights "
+               "(kernel launches, attention, sampling, the scheduler and the API server)"),
         Column("client_cpu_max", "float", "cores", "the load client's busiest worker, share of one core",
                role=CLIENT_LOAD),
     ),
@@ -235,6 +237,7 @@ class Capacity(Experiment):
                                   "bandwidth_gb_s": bandwidth, "floor_ms": floor_ms, "output_tokens": f["output_tokens"],
                                   "rounds": f["rounds"], "tpot_ms": tpot[0], "tpot_ms_min": tpot[1],
                                   "tpot_ms_max": tpot[2], "floor_share_pct": 100 * floor_ms / tpot[0],
+                                  "beyond_floor_ms": tpot[0] - floor_ms,
                                   "client_cpu_max": cpu}, derived_from=(BANDWIDTH,))
 
     # ---- memory setting, KV tokens and the knee --------------------------------------------------------
