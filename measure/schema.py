@@ -49,8 +49,9 @@ MAX_CELL_CHARS = 64 * 1024
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
-# Nullable columns added to a dataset after data had been published, with the date (YYYY-MM-DD) each was added: a
-# file may lack one only if its dataset was measured before that date (the source article's tables, rows measured
+# Nullable columns added to a dataset after data had been published, with the date (YYYY-MM-DD, or YYYY-MM-DDTHH:MM
+# in UTC where data of the same day exist) each was added: a file may lack one only if its dataset was measured
+# before then (the source article's tables, rows measured
 # before); any other file without it fails. Kept here, not in the experiment modules, whose source is part of their
 # fingerprint: a note on a schema's history does not change what an experiment measures.
 COLUMNS_ADDED: dict[str, dict[str, str]] = {
@@ -58,6 +59,7 @@ COLUMNS_ADDED: dict[str, dict[str, str]] = {
     "lora.overhead": dict.fromkeys(("base_min", "base_max", "adapter_min", "adapter_max", "repeats"), "2026-12-01"),
     "pooling.embedding_throughput": dict.fromkeys(("tokens_per_s_min", "tokens_per_s_max"), "2026-12-01"),
     "pooling.prefill_comparison": dict.fromkeys(("tokens_per_s_min", "tokens_per_s_max", "repeats"), "2026-12-01"),
+    "capacity.decode_floor": {"beyond_floor_ms": "2026-12-04T23:10"},
 }
 
 
@@ -222,7 +224,7 @@ class DatasetSchema:
 
     def read(self, path: Path, measured_on: str = "", repeated_keys: Literal["fail", "last"] = "fail") -> pd.DataFrame:
         """Read and validate a CSV; errors name the file, line and column (``file:line:column``). A file may lack
-        a nullable column only if it was measured (``measured_on``, YYYY-MM-DD) before the column was ``added``:
+        a nullable column only if it was measured (``measured_on``, ISO date and time) before the column was ``added``:
         its rows read with that column empty (a run merging new rows into such a file rewrites it whole).
 
         Two rows with the same key fail (a page could not say which one it shows), unless ``repeated_keys`` is
@@ -267,9 +269,9 @@ class DatasetSchema:
             if not added:
                 raise SchemaError(f"{path}:1: column {col.name!r} is missing; it was not added after data were "
                                   "published (measure/schema.py COLUMNS_ADDED), so every file must have it")
-            if not measured_on or measured_on[:10] >= added:
+            if not measured_on or measured_on[:len(added)] >= added:
                 raise SchemaError(f"{path}:1: column {col.name!r} is missing, but the dataset was measured on "
-                                  f"{measured_on[:10] or 'an unknown date'}, not before the column was added "
+                                  f"{measured_on[:len(added)] or 'an unknown date'}, not before the column was added "
                                   f"({added}); re-measure it or fix the file")
 
     def _one_row_per_key(self, path: Path, records: list[tuple[int, dict]], keep_last: bool) -> list[dict]:

@@ -73,7 +73,7 @@ DECODE_FLOOR = DatasetSchema(
         Column("tpot_ms_max", "float", "ms"),
         Column("floor_share_pct", "float", "%", "floor_ms ÷ tpot_ms: how much of a step the weights' reading explains"),
         Column("beyond_floor_ms", "float", "ms", "tpot_ms − floor_ms: the part of a step not spent reading weights "
-               "(kernel launches, attention, sampling, the scheduler and the API server)"),
+               "(kernel launches, attention, sampling, the scheduler and the API server)", nullable=True),
         Column("client_cpu_max", "float", "cores", "the load client's busiest worker, share of one core",
                role=CLIENT_LOAD),
     ),
