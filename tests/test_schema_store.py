@@ -45,6 +45,17 @@ def test_header_mismatch_fails_with_expected_order(tmp_path):
         SCHEMA.read(write(tmp_path, "n,rate\n1,2\n"))  # a nullable column may be absent only from older data
 
 
+def test_a_column_added_later_in_a_day_may_be_absent_from_that_morning_s_data(tmp_path, monkeypatch):
+    from measure import schema
+
+    monkeypatch.setitem(schema.COLUMNS_ADDED, "demo.points", {"note": "2026-12-04T23:10"})
+    path = write(tmp_path, "n,rate\n1,2\n")
+    frame = SCHEMA.read(path, measured_on="2026-12-04T09:28:59+0000")
+    assert list(frame.columns) == ["n", "rate", "note"] and frame["note"].isna().all()
+    with pytest.raises(SchemaError, match=r"measured on 2026-12-04T23:30, not before the column was added"):
+        SCHEMA.read(path, measured_on="2026-12-04T23:30:00+0000")
+
+
 def test_row_round_trip_and_undeclared_column():
     assert SCHEMA.row_to_cells({"n": 3, "rate": 1.5}) == ["3", "1.5", ""]
     with pytest.raises(SchemaError, match="undeclared"):

@@ -57,6 +57,12 @@ topic("capacity", facts={
     "floor_share_06b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
     "bandwidth": h200("capacity.bandwidth", "bandwidth_gb_s", 0),
     "weight_gb_06b": h200("capacity.decode_floor", "weight_gb", 2, model="Qwen3-0.6B"),
+    "beyond_06b": h200("capacity.decode_floor", "beyond_floor_ms", 2, model="Qwen3-0.6B"),
+    "tpot_8b": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-8B"),
+    "floor_8b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-8B"),
+    "floor_share_8b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-8B"),
+    "weight_gb_8b": h200("capacity.decode_floor", "weight_gb", 1, model="Qwen3-8B"),
+    "beyond_8b": h200("capacity.decode_floor", "beyond_floor_ms", 2, model="Qwen3-8B"),
     "kv_gib_09": memory("kv_cache_gib", "0.9"),
     "kv_tokens_09": memory("kv_cache_tokens", "0.9", 0),
     # the 0.9 server was started for its start-up facts only: its KV tokens ÷ the knee request's tokens
@@ -107,15 +113,21 @@ topic("capacity", facts={
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
              "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
         answer={"zh": "一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。每步至少要把 {weight_gb_06b} 权重从显存读一遍，"
-                      "按实测带宽 {bandwidth} 算，下限是 {floor_06b}，只占每步时间的 {floor_share_06b}：其余的时间不在读权重上。",
+                      "按实测带宽 {bandwidth} 算，下限是 {floor_06b}，只占每步时间的 {floor_share_06b}：其余的时间不在读权重上。"
+                      "Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token 用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}。"
+                      "下限之外，0.6B 每步还多用 {beyond_06b}，8B 多用 {beyond_8b}。",
                 "en": "With one request at a time, Qwen3-0.6B took {tpot_06b} per output token. Each step has to read its "
                       "{weight_gb_06b} of weights from memory at least once; at the measured bandwidth of {bandwidth} "
                       "that floor is {floor_06b}, only {floor_share_06b} of a step: the rest of the time is not spent "
-                      "reading weights."},
+                      "reading weights. Qwen3-8B reads {weight_gb_8b} of weights a step; it took {tpot_8b} per output "
+                      "token against a floor of {floor_8b}, {floor_share_8b} of a step. Beyond its floor a step "
+                      "took {beyond_06b} more for the 0.6B model and {beyond_8b} more for the 8B."},
         figure="decode-floor",
-        unsettled={"zh": "需要在 H200 上测一次显存带宽，再一次一个请求地测每个输出 token 的时间。",
-                   "en": "Settling it takes the H200's memory bandwidth and the time per output token with one request "
-                         "at a time."}),
+        unsettled={"zh": "还要在 H200 上测：一次一个请求时 Qwen3-8B 每个输出 token 的时间，以及 0.6B 的“下限之外”"
+                         "（这一列比 0.6B 在 H200 上的那行数据新）；capacity 实验两者都测。",
+                   "en": "Still to measure on the H200: Qwen3-8B's time per output token with one request at a time, "
+                         "and the 0.6B's time beyond the floor (a column newer than its H200 row); the capacity "
+                         "experiment measures both."}),
     Question(
         ask={"zh": "为什么 vLLM 给一个小模型占掉 90% 的显存？这些显存能同时装下多少请求？",
              "en": "Why does vLLM take 90 % of the GPU for a small model, and how many requests does that hold?"},
