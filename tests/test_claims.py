@@ -36,6 +36,19 @@ def test_a_declared_gap_or_an_unmeasured_dataset_renders_not_measured(store):
     assert "Not measured" in html
 
 
+@pytest.mark.parametrize("lang, words", [
+    ("en", "No data for “API-server processes, throughput, latency and CPU” on <code>fixture-cpu</code> yet; "
+           "<code>nox -s measure -- api_servers</code> on such a machine measures them."),
+    ("zh", "<code>fixture-cpu</code> 上还没有“API 服务器进程数与吞吐、延迟和 CPU 占用”的数据；在这样的机器上运行 "
+           "<code>nox -s measure -- api_servers</code> 即可测得。"),
+])
+def test_a_chart_or_table_with_no_rows_says_what_is_missing_and_the_command_that_measures_it(store, lang, words):
+    r = render(store, lang)
+    for html in (r.chart("api_servers.load", x="concurrency", y="tokens_per_s", env="fixture-cpu", missing_ok=True),
+                 r.table("api_servers.load", env="fixture-cpu", missing_ok=True)):
+        assert 'class="claim-missing"' in html and words in html
+
+
 @pytest.mark.parametrize("call, why", [
     # a selector value misspelt the same way in both languages
     (lambda r: r.value("pooling.embedding_throughput", "tokens_per_s", batch_size=1024), "batch_size=1024 occurs in no"),
@@ -443,3 +456,29 @@ def test_a_scatter_of_categories_stands_its_series_side_by_side_around_the_data_
     assert layout["legend"]["y"] > 1 and layout["xaxis"]["automargin"]  # entries above; turned ticks keep their room
     with pytest.raises(UnknownName, match="line_at must be a finite number"):
         render(make_store()).chart("fidelity_interval.ratio", x="metric", y="ratio", line_at=float("nan"))
+
+
+def test_chart_series_follow_the_numbers_in_their_names_not_the_text():
+    from measure.site.claims import _natural_order
+
+    settings = ["--kv-cache-memory-bytes 16777216", "--kv-cache-memory-bytes 4194304", "--kv-cache-memory-bytes 8388608"]
+    assert [s.split()[-1] for s in sorted(settings, key=_natural_order)] == ["4194304", "8388608", "16777216"]
+    assert sorted([(16, "a"), (2, "b"), (4, "a")], key=_natural_order) == [(2, "b"), (4, "a"), (16, "a")]
+
+
+def test_a_log_axis_says_so_and_bars_refuse_one(store):
+    html = render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", log_x=True)
+    assert "(log scale)" in html
+    assert "（对数刻度）" in render(store, "zh").chart("pooling.embedding_throughput", x="batch_size",
+                                                      y="tokens_per_s", log_y=True)
+    with pytest.raises(UnknownName, match="bars on a log y axis"):
+        render(store).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s", kind="bar", log_y=True)
+
+
+def test_a_count_of_what_fits_is_cut_not_rounded_up(store):
+    # the fixture's batch-4 row: 12,345.6 tok/s
+    r = render(store)
+    where = dict(model="tiny-Qwen3-Embedding-0.6B", batch_size=4, encoding_format="float")
+    assert "12,346 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, key="a", **where)
+    assert "12,345 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, round_down=True,
+                                     key="b", **where)

@@ -58,6 +58,11 @@ TEXT = {
     "source": {"zh": "来源", "en": "Source"},
     "every_series": {"zh": "各系列相同", "en": "Every series"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
+    "log_scale": {"zh": "（对数刻度）", "en": " (log scale)"},
+    "figure_missing": {"zh": "{where}还没有“{title}”的数据；在这样的机器上运行 `nox -s measure -- {experiment}` 即可测得。",
+                       "en": "No data for “{title}” {where} yet; `nox -s measure -- {experiment}` on such a machine "
+                             "measures them."},
+    "figure_missing_where": {"zh": "{env} 上", "en": "on {env}"},
     "data_file": {"zh": "数据文件", "en": "data file"},
     "all_data": {"zh": "全部数据", "en": "All data"},
     "weights": {"zh": "权重", "en": "weights"},
@@ -103,7 +108,7 @@ TEXT = {
         "en": "{count} row(s) marked unconfirmed (hover over the mark for the reason)",
     },
     "dummy_only": {
-        "zh": "仅有 dummy 权重的数据，不能用于正确率结论",
+        "zh": "仅有 虚拟权重的数据，不能用于正确率结论",
         "en": "only dummy-weight data exists, which cannot support an accuracy claim",
     },
 }
@@ -311,6 +316,19 @@ class ClaimRenderer:
         schema = self.store.schema(dataset)
         return not (schema.needs_real_weights and not env.cited and env.weights(dataset) != {"real"})
 
+    def _missing_figure(self, dataset: str, env: str | list | None) -> str:
+        """What stands in for a chart or table with no rows: which data are missing and the command that measures
+        them (a bare badge told a reader nothing)."""
+        note = self._dummy_note(dataset)
+        if note:
+            return f'<p class="claim-missing">{self.badge("not_measured", note)} {html.escape(note)}</p>'
+        names = [f"`{n}`" for n in ([env] if isinstance(env, str) else list(env or []))]  # as the source tags name them
+        where = t("figure_missing_where", self.lang).format(
+            env="、".join(names) if self.lang == "zh" else ", ".join(names)) if names else ""
+        text = t("figure_missing", self.lang).format(title=self.store.schema(dataset).title[self.lang], where=where,
+                                                    experiment=dataset.split(".")[0]).replace("  ", " ")
+        return f'<p class="claim-missing">{self.badge("not_measured", dataset)} {inline_code(text)}</p>'
+
     def _dummy_note(self, dataset: str) -> str:
         schema = self.store.schema(dataset)
         if not schema.needs_real_weights:
@@ -335,9 +353,11 @@ class ClaimRenderer:
         missing_ok: bool = False,
         differs: str | None = None,
         show_range: bool = False,
+        round_down: bool = False,
         **where,
     ) -> str:
-        """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
+        """One number from one row. ``round_down`` cuts it to ``digits`` instead of rounding: a count of what fits
+        (190.97 requests fit 190, not 191). ``source`` is ``measured`` (ours, best environment first) or ``cited``;
         ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside.
         A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
         fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap.
@@ -369,6 +389,8 @@ class ClaimRenderer:
                 continue
             raw = rows.iloc[0][column]
             number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
+            if round_down and isinstance(number, (int, float)) and not isinstance(number, bool):
+                number = math.floor(number * 10 ** (digits or 0)) / 10 ** (digits or 0)
             shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
             text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
@@ -679,7 +701,7 @@ class ClaimRenderer:
         self._record(key=claim_key, kind="table", status=status, dataset=dataset,
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
-            return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+            return self._missing_figure(dataset, env)
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share a table
         html_table, flagged = "", 0
         for stand_in, group in groups:
@@ -839,6 +861,9 @@ class ClaimRenderer:
         schema = self.store.schema(dataset)
         if kind not in ("line", "bar", "scatter"):
             raise UnknownName(f"chart kind must be line, bar or scatter, not {kind!r}")
+        if kind == "bar" and log_y:
+            raise UnknownName(f"{self.page}: chart({dataset!r}): bars on a log y axis — a bar's length would not be "
+                              "its value; draw points (kind=\"scatter\") or a linear axis")
         labels = labels or {}
         schema.column(x), schema.column(y)  # unknown names fail here, before anything is recorded
         if color:
@@ -854,7 +879,7 @@ class ClaimRenderer:
         self._record(key=claim_key, kind="chart", status=status, dataset=dataset,
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
-            return self.badge("not_measured", self._dummy_note(dataset) or dataset)
+            return self._missing_figure(dataset, env)
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share an axis
         html_out = "".join(
             self._figure(dataset, schema, group, x, y, color=color, kind=kind, log_x=log_x, log_y=log_y, labels=labels,
@@ -882,7 +907,8 @@ class ClaimRenderer:
         by_model = "model" in schema.by_column and color != "model"
         for env_obj, rows in frames:
             keys = ([color] if color else []) + (["model"] if by_model else [])
-            groups = rows.groupby(keys, sort=True) if keys else [((), rows)]
+            # series in natural order: 4 MiB before 16 MiB, "--max-loras 2" before "--max-loras 16"
+            groups = sorted(rows.groupby(keys, sort=False), key=lambda g: _natural_order(g[0])) if keys else [((), rows)]
             for group_values, part in groups:
                 values = group_values if isinstance(group_values, tuple) else (group_values,)
                 color_value = values[0] if color else None
@@ -910,7 +936,8 @@ class ClaimRenderer:
 
         def axis(col, log, category=False, settings=False):
             # automargin: tick labels Plotly turns on a narrow screen grow the margin instead of leaving it
-            found = {"title": {"text": _plotly_text(self._heading(col, labels))}, "automargin": True,
+            heading = self._heading(col, labels) + (t("log_scale", self.lang) if log and not category else "")
+            found = {"title": {"text": _plotly_text(heading)}, "automargin": True,
                      "type": "category" if category else "log" if log else "linear"}
             values = [v for _, rows in frames for v in rows[col.name]]
             if category:  # half a category of room each side, as bars get: markers at the ends keep their labels whole
@@ -1152,6 +1179,18 @@ PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
 
 def _verdict_id(verdict) -> tuple:
     return verdict.quantity.name, verdict.env, verdict.group
+
+
+def _natural_order(value) -> tuple:
+    """A sort key that compares the numbers inside values as numbers: (4194304 < 16777216, "x 2" < "x 16")."""
+    values = value if isinstance(value, tuple) else (value,)
+    key = []
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            key.append(((0, float(v)),))
+        else:
+            key.append(tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", str(v)) if p))
+    return tuple(key)
 
 
 def _release_order(version) -> tuple:

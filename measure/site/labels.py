@@ -17,6 +17,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "weight_gb": ("每步读取的权重", "weights read per step"),
     "floor_ms": ("每 token 下限", "floor per token"),
     "floor_share_pct": ("下限占每步时间", "floor ÷ time per token"),
+    "beyond_floor_ms": ("下限之外的时间", "time beyond the floor"),
     "gpu_memory_utilization": ("显存份额", "memory share"),
     "request_tokens": ("一个请求的 token", "tokens of one request"),
     "requests_fit": ("装得下的请求数", "requests that fit"),

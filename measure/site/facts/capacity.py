@@ -7,10 +7,12 @@ from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, top
 H200 = "gpu-1x-nvidia-h200"
 
 
-def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, **where) -> Value:
+def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, round_down: bool = False,
+         **where) -> Value:
     # missing_ok: the H200 rows of these experiments are still to come (only the CPU stand-in's are published);
     # until then they render 未实测, with what would settle each answer
-    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True})
+    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True}
+                 | ({"round_down": True} if round_down else {}))
 
 
 def memory(column: str, utilization: str, digits: int = 1) -> Value:
@@ -55,6 +57,7 @@ topic("capacity", facts={
     "tpot_06b": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-0.6B"),
     "floor_06b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
     "floor_share_06b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
+    "floor_far_below_06b": Ratio("floor_06b", "<<", "tpot_06b", show=False),
     "bandwidth": h200("capacity.bandwidth", "bandwidth_gb_s", 0),
     "weight_gb_06b": h200("capacity.decode_floor", "weight_gb", 2, model="Qwen3-0.6B"),
     "beyond_06b": h200("capacity.decode_floor", "beyond_floor_ms", 2, model="Qwen3-0.6B"),
@@ -71,8 +74,8 @@ topic("capacity", facts={
     "context_tokens": memory("max_concurrency_tokens", "0.9", 0),
     "request_tokens": memory("request_tokens", "0.06", 0),
     "kv_gib_006": memory("kv_cache_gib", "0.06"),
-    "fit_006": memory("requests_fit", "0.06", 0),
-    "fit_02": memory("requests_fit", "0.2", 0),
+    "fit_006": h200("capacity.memory", "requests_fit", 0, setting="--gpu-memory-utilization 0.06", round_down=True),
+    "fit_02": h200("capacity.memory", "requests_fit", 0, setting="--gpu-memory-utilization 0.2", round_down=True),
     "ttft_006_32": knee("ttft_p50_ms", "0.06", 32),
     "ttft_006_128": knee("ttft_p50_ms", "0.06", 128),
     "ttft_006_growth": Ratio("ttft_006_128", ">>", "ttft_006_32", digits=1),
@@ -91,9 +94,14 @@ topic("capacity", facts={
     "tok_s_auto_16k": kv("output_tok_s", "auto", 16384, 0),
     "tok_s_fp8_16k": kv("output_tok_s", "fp8", 16384, 0),
     "tok_s_fp8_vs_auto_16k": Ratio("tok_s_fp8_16k", ">", "tok_s_auto_16k"),
-    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验不记录抢占次数，看不出 auto 的缓存是否装不下 16 个长请求",
-                                  "en": "the kv_dtype experiment does not count preemptions, so whether auto's cache "
-                                        "ran short of 16 long requests is not seen"}),
+    "kv_concurrency_16k": kv("concurrency", "auto", 16384, 0),
+    "kv_prompt_16k": kv("prompt_tokens", "auto", 16384, 0),
+    "kv_need_16k": Product("kv_concurrency_16k", "kv_prompt_16k", "tokens"),
+    "kv_need_fills_auto": Ratio("kv_need_16k", "≥", "kv_tokens_auto", show=False),
+    "kv_fp8_holds_all": Ratio("kv_tokens_fp8", ">>", "kv_need_16k", show=False),
+    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验不记录抢占次数，也不记录请求等了多久，看不出差距是否全由此而来",
+                                  "en": "the kv_dtype experiment counts neither preemptions nor how long requests "
+                                        "waited, so whether that is the whole gap is not seen"}),
     "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
     "ttft_fp8_16k": kv("ttft_ms", "fp8", 16384, 0),
     "batch_prompt": batch("prompt_tokens", 128, 8192, 0),
@@ -113,30 +121,33 @@ topic("capacity", facts={
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
              "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
         answer={"zh": "一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。每步至少要把 {weight_gb_06b} 权重从显存读一遍，"
-                      "按实测带宽 {bandwidth} 算，下限是 {floor_06b}，只占每步时间的 {floor_share_06b}：其余的时间不在读权重上。"
+                      "按实测带宽 {bandwidth} 算，下限是 {floor_06b}{floor_far_below_06b}，只占每步时间的 {floor_share_06b}：其余的时间不在读权重上，"
+                      "所以一次一个请求时，拖住小模型的不是 GPU 的显存带宽。"
                       "Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token 用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}。"
                       "下限之外，0.6B 每步还多用 {beyond_06b}，8B 多用 {beyond_8b}。",
                 "en": "With one request at a time, Qwen3-0.6B took {tpot_06b} per output token. Each step has to read its "
                       "{weight_gb_06b} of weights from memory at least once; at the measured bandwidth of {bandwidth} "
-                      "that floor is {floor_06b}, only {floor_share_06b} of a step: the rest of the time is not spent "
-                      "reading weights. Qwen3-8B reads {weight_gb_8b} of weights a step; it took {tpot_8b} per output "
+                      "that floor is {floor_06b}{floor_far_below_06b}, only {floor_share_06b} of a step: the rest of "
+                      "the time is not spent reading weights, so at one request what holds a small model back is not "
+                      "the GPU's memory bandwidth. Qwen3-8B reads {weight_gb_8b} of weights a step; it took {tpot_8b} per output "
                       "token against a floor of {floor_8b}, {floor_share_8b} of a step. Beyond its floor a step "
                       "took {beyond_06b} more for the 0.6B model and {beyond_8b} more for the 8B."},
         figure="decode-floor",
         unsettled={"zh": "还要在 H200 上测：一次一个请求时 Qwen3-8B 每个输出 token 的时间，以及 0.6B 的“下限之外”"
-                         "（这一列比 0.6B 在 H200 上的那行数据新）；capacity 实验两者都测。",
+                         "（这一列比 0.6B 在 H200 上的那行数据新）；`capacity` 实验两者都测。",
                    "en": "Still to measure on the H200: Qwen3-8B's time per output token with one request at a time, "
-                         "and the 0.6B's time beyond the floor (a column newer than its H200 row); the capacity "
+                         "and the 0.6B's time beyond the floor (a column newer than its H200 row); the `capacity` "
                          "experiment measures both."}),
     Question(
-        ask={"zh": "为什么 vLLM 给一个小模型占掉 90% 的显存？这些显存能同时装下多少请求？",
-             "en": "Why does vLLM take 90 % of the GPU for a small model, and how many requests does that hold?"},
-        answer={"zh": "--gpu-memory-utilization 默认 0.9：vLLM 在权重和激活之外，把这份额度剩下的部分全留给 KV 缓存。"
+        ask={"zh": "为什么 vLLM 给一个小模型占掉约 90% 的显存？这些显存能同时装下多少请求？",
+             "en": "Why does vLLM take about 90 % of the GPU for a small model, and how many requests does that hold?"},
+        answer={"zh": "vLLM 0.26 的 --gpu-memory-utilization 默认是 0.92（这里的服务器显式写了 0.9）：vLLM 在权重和激活之外，"
+                      "把这份额度剩下的部分全留给 KV 缓存。"
                       "0.9 时 Qwen3-0.6B 的 KV 缓存有 {kv_gib_09}，{kv_tokens_09}，够 {fit_09}"
                       "（每个 {request_tokens}，1k 输入、256 输出）同时在途。vLLM 日志里的“最大并发” {vllm_concurrency_09} 是按每个请求占满"
                       " {context_tokens} 的上下文算的。",
-                "en": "--gpu-memory-utilization defaults to 0.9: beyond the weights and activations, vLLM gives the rest of "
-                      "that share to the KV cache. At 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
+                "en": "In vLLM 0.26 --gpu-memory-utilization defaults to 0.92 (the server here sets 0.9 as a flag): "
+                      "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. At 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
                       "for {fit_09} of {request_tokens} each (1k in, 256 out) at once. The \"maximum concurrency\" "
                       "vLLM logs, {vllm_concurrency_09}, assumes every request fills the model's {context_tokens} "
                       "context."},
@@ -166,14 +177,18 @@ topic("capacity", facts={
         answer={"zh": "同样的 KV 字节数，fp8 装下 {kv_tokens_fp8}，auto（bf16）装下 {kv_tokens_auto}（{kv_tokens_fp8_vs_auto}）。"
                       "16k token 的提示一次一个请求时，两者几乎一样快：每个输出 token 是 {tpot_fp8_16k} 对 {tpot_auto_16k}{tpot_fp8_vs_auto_16k}，"
                       "首 token 是 {ttft_fp8_16k} 对 {ttft_auto_16k}。同样的提示 16 个同时在途时，fp8 的输出吞吐是 "
-                      "{tok_s_fp8_16k}，auto 是 {tok_s_auto_16k}（{tok_s_fp8_vs_auto_16k}）；这一差距是否来自 auto 的缓存较小，"
-                      "还没有确认 {fp8_gap_cause}。Qwen3-8B，虚拟权重：对回答质量的影响这里没有测。",
+                      "{tok_s_fp8_16k}，auto 是 {tok_s_auto_16k}（{tok_s_fp8_vs_auto_16k}）。光是这 16 个提示就要 "
+                      "{kv_need_16k}{kv_need_fills_auto}，已经占满 auto 的整个缓存，再加上输出，总有请求要在 auto 里等位或被抢占，"
+                      "在 fp8 里则不必{kv_fp8_holds_all}；这一差距是否全来自于此，还没有确认 {fp8_gap_cause}。Qwen3-8B，虚拟权重：对回答质量的影响这里没有测。",
                 "en": "In the same KV bytes, fp8 held {kv_tokens_fp8} and auto (bf16) {kv_tokens_auto} "
                       "({kv_tokens_fp8_vs_auto}). With 16k-token prompts one at a time the two were about as fast: an "
                       "output token took {tpot_fp8_16k} against {tpot_auto_16k}{tpot_fp8_vs_auto_16k} and the first "
                       "token {ttft_fp8_16k} against {ttft_auto_16k}. With 16 of those prompts in flight, fp8 "
-                      "delivered {tok_s_fp8_16k} of output and auto {tok_s_auto_16k} ({tok_s_fp8_vs_auto_16k}); "
-                      "whether auto's smaller cache causes that gap is not confirmed {fp8_gap_cause}. Qwen3-8B with dummy weights: what fp8 does to the answers is not measured here."},
+                      "delivered {tok_s_fp8_16k} of output and auto {tok_s_auto_16k} ({tok_s_fp8_vs_auto_16k}). "
+                      "The 16 prompts alone take {kv_need_16k}{kv_need_fills_auto}, all of auto's cache: with their "
+                      "output, some requests had to wait or be preempted under auto and none had to under fp8"
+                      "{kv_fp8_holds_all}; "
+                      "whether that is the whole gap is not confirmed {fp8_gap_cause}. Qwen3-8B with dummy weights: what fp8 does to the answers is not measured here."},
         figure="kv-dtype",
         unsettled={"zh": "需要在 H200 上让两个 Qwen3-8B 服务器（auto 与 fp8）分到同样的 KV 字节数，测同样的请求。",
                    "en": "Settling it takes two Qwen3-8B servers on the H200, auto and fp8, with the same KV bytes, "

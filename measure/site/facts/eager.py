@@ -55,11 +55,11 @@ topic("eager", facts={
         ask={"zh": "默认模式启动慢，值得在意吗？", "en": "Does the default mode's slow start matter?"},
         answer={"zh": "缓存为空时默认模式启动用了 {start_cold_default}，是缓存保留时（{start_warm_default}）的 "
                       "{start_cold_vs_warm}；缓存保留时 eager 模式用 {start_warm_eager}，是默认模式的 {start_eager_vs_default}。"
-                      "把编译缓存放在能留存的卷上，差距就只剩这么多。",
+                      "把编译缓存放在能留存的卷上，剩下的差距就只有缓存保留时的这一点。",
                 "en": "From empty caches the default mode took {start_cold_default} to start, {start_cold_vs_warm} "
                       "its {start_warm_default} with warm caches; with warm caches eager mode took {start_warm_eager}, "
                       "{start_eager_vs_default} the default mode's time. Keep the compile caches on a volume that "
-                      "lasts and that is all the gap there is."},
+                      "lasts, and the warm-cache gap is all that remains."},
         figure="start-up-time",
         unsettled={"zh": "需要在缓存为空和缓存保留两种情况下分别启动。", "en": "Settling it takes starts with empty and with kept caches."}),
     Question(

@@ -32,15 +32,20 @@ topic("prefill", facts={
     "rps_hit_vs_miss_16k": Ratio("rps_hit_16k", ">>", "rps_miss_16k", digits=1),
     "miss_16k_off": cache("ttft_ms", "off", 16384, "miss"),
     "miss_on_vs_off_16k": Ratio("miss_16k", ">", "miss_16k_off"),
+    "miss_1k_off": cache("ttft_ms", "off", 1024, "miss"),
+    "miss_on_vs_off_1k": Ratio("miss_1k", ">", "miss_1k_off"),
+    "miss_4k": cache("ttft_ms", "on", 4096, "miss"),
+    "miss_4k_off": cache("ttft_ms", "off", 4096, "miss"),
+    "miss_on_vs_off_4k": Ratio("miss_4k", "<", "miss_4k_off"),
     "same_work_4k_shared": cache("ttft_ms", "off", 4096, "hit", spread=False),
     "same_work_4k_unshared": cache("ttft_ms", "off", 4096, "miss", spread=False),
     "same_work_4k_ratio": Ratio("same_work_4k_shared", "<", "same_work_4k_unshared"),
     "miss_cost_unsettled": Unconfirmed({
-        "zh": "这一轮测量里，缓存开启时未命中的请求比关闭时慢，但各轮范围有重叠；缓存关闭时两组做同样计算的请求也差出不小的幅度，"
+        "zh": "缓存开着时未命中是快是慢，随前缀长度而变；缓存关闭时两组做同样计算的请求也差出不小的幅度，"
               "所以缓存对未命中请求是否有代价，这次测量定不下来",
-        "en": "in this run a miss was slower with caching on than off, but the rounds overlap, and with caching off two "
-              "workloads doing the same work differed by a wide margin; whether caching costs a miss anything is not "
-              "settled by this run"}),
+        "en": "whether a miss was faster or slower with caching on changes with the prefix length, and with caching off "
+              "two workloads doing the same work differed by a wide margin; whether caching costs a miss anything is "
+              "not settled by this run"}),
     "long_1k": long(1024, 2048),
     "long_32k": long(32768, 2048),
     "long_32k_vs_1k": Ratio("long_32k", ">>", "long_1k", digits=1),
@@ -51,6 +56,8 @@ topic("prefill", facts={
     "itl99_small_ratio": Ratio("itl99_beside_small", ">>", "itl99_alone_small", digits=1),
     "itl99_alone_large": beside("itl_p99_ms", 16384, "none"),
     "itl99_beside_large": beside("itl_p99_ms", 16384, "beside"),
+    "itl99_large_rose": Ratio("itl99_beside_large", ">>", "itl99_alone_large", show=False),
+    "itl99_beside_small_vs_large": Ratio("itl99_beside_small", ">", "itl99_beside_large", show=False),
     "itlmax_beside_small": beside("itl_max_ms", 2048, "beside", digits=0),
     "itlmax_beside_large": beside("itl_max_ms", 16384, "beside", digits=0),
     "itlmax_large_vs_small": Ratio("itlmax_beside_large", ">>", "itlmax_beside_small", digits=1),
@@ -62,27 +69,30 @@ topic("prefill", facts={
         answer={"zh": "请求以一段已经发过的 16k token 前缀开头时（命中），首 token 用了 {hit_16k}；每个请求前缀都不同时"
                       "（未命中）用了 {miss_16k}，命中只需 {hit_vs_miss_16k}的时间。前缀 1k token 时是 {hit_1k} 对 {miss_1k}"
                       "（{hit_vs_miss_1k}）。16 个请求同时在途时，16k 前缀命中的吞吐是 {rps_hit_16k}，未命中 {rps_miss_16k}"
-                      "（{rps_hit_vs_miss_16k}）。H200 上的 Qwen3-0.6B，默认模式，虚拟权重，一次一个请求，三轮。",
+                      "（{rps_hit_vs_miss_16k}）。H200 上的 Qwen3-0.6B，默认模式，虚拟权重；首 token 时间一次一个请求，"
+                      "吞吐 16 个在途，各三轮。",
                 "en": "When each request started with a 16k-token prefix sent before (a hit), its first token came after "
                       "{hit_16k}; with a prefix of its own (a miss), after {miss_16k}: a hit took {hit_vs_miss_16k} "
                       "the time. With a 1k-token prefix it was {hit_1k} against {miss_1k} ({hit_vs_miss_1k}). With "
                       "16 requests in flight, 16k-prefix hits completed {rps_hit_16k} and misses {rps_miss_16k} "
-                      "({rps_hit_vs_miss_16k}). Qwen3-0.6B on one H200, default mode, dummy weights, one request at a "
-                      "time, three rounds."},
+                      "({rps_hit_vs_miss_16k}). Qwen3-0.6B on one H200, default mode, dummy weights; first tokens one "
+                      "request at a time, throughput at 16 in flight, three rounds each."},
         figure="prefix-caching",
         unsettled={"zh": "需要在开着前缀缓存的服务器上，对同一长度的前缀分别测命中和未命中。",
                    "en": "Settling it takes hits and misses at one prefix length on a server with prefix caching on."}),
     Question(
         ask={"zh": "没有共享前缀时，开着前缀缓存有代价吗？", "en": "Does prefix caching cost anything when no prefix is shared?"},
-        answer={"zh": "每个请求的 16k 前缀都不同时，缓存开着首 token 用了 {miss_16k}，关掉用了 {miss_16k_off}"
-                      "（{miss_on_vs_off_16k}）。但缓存关闭时，共享前缀和不共享前缀这两组计算量相同的请求在 4k 时也不一样快："
-                      "前者用了后者 {same_work_4k_ratio}的时间（{same_work_4k_shared} 对 {same_work_4k_unshared}）："
-                      "{miss_cost_unsettled}。",
-                "en": "With a 16k prefix of its own per request, the first token came after {miss_16k} with caching on "
-                      "and {miss_16k_off} with it off ({miss_on_vs_off_16k}). But with caching off, the shared and the "
-                      "unshared workloads, which do the same work, differed too: at 4k the shared one took "
-                      "{same_work_4k_ratio} the unshared one's time ({same_work_4k_shared} against "
-                      "{same_work_4k_unshared}): {miss_cost_unsettled}."},
+        answer={"zh": "每个请求的前缀都不同时（未命中），缓存开着和关掉的首 token 时间：16k 前缀 {miss_16k} 对 {miss_16k_off}"
+                      "（{miss_on_vs_off_16k}），1k 前缀 {miss_1k} 对 {miss_1k_off}（{miss_on_vs_off_1k}），4k 前缀却是 "
+                      "{miss_4k} 对 {miss_4k_off}（{miss_on_vs_off_4k}）。而且缓存关闭时，共享前缀和不共享前缀这两组计算量相同的请求"
+                      "在 4k 时也不一样快：前者用了后者 {same_work_4k_ratio}的时间（{same_work_4k_shared} 对 "
+                      "{same_work_4k_unshared}）：{miss_cost_unsettled}。",
+                "en": "With a prefix of its own per request (a miss), the first token with caching on and off came "
+                      "after {miss_16k} and {miss_16k_off} at 16k ({miss_on_vs_off_16k}) and {miss_1k} and "
+                      "{miss_1k_off} at 1k ({miss_on_vs_off_1k}), but {miss_4k} and {miss_4k_off} at 4k "
+                      "({miss_on_vs_off_4k}). And with caching off, the shared and the unshared workloads, which do "
+                      "the same work, differed too: at 4k the shared one took {same_work_4k_ratio} the unshared one's "
+                      "time ({same_work_4k_shared} against {same_work_4k_unshared}): {miss_cost_unsettled}."},
         figure="prefix-caching",
         unsettled={"zh": "需要把同一组不共享前缀的请求分别发给开、关缓存的服务器。",
                    "en": "Settling it takes the same unshared requests sent to servers with caching on and off."}),
@@ -101,16 +111,20 @@ topic("prefill", facts={
              "en": "Does one long prompt stall the short requests beside it, and does --max-num-batched-tokens help?"},
         answer={"zh": "会。32 个短请求在途时，旁边来了一个 32k token 的提示，它们 token 间隔的第 99 百分位从 {itl99_alone_small} "
                       "升到 {itl99_beside_small}（{itl99_small_ratio}，上限 2048），首 token 时间的第 99 百分位从 "
-                      "{ttft99_alone_small} 升到 {ttft99_beside_small}。上限 16384 时第 99 百分位是 {itl99_alone_large} 对 "
-                      "{itl99_beside_large}，但最长的一次停顿是 {itlmax_beside_large}，上限 2048 时是 {itlmax_beside_small}"
-                      "（{itlmax_large_vs_small}）：上限越小，长提示被切成越多、越短的步，最坏的停顿越短。",
+                      "{ttft99_alone_small} 升到 {ttft99_beside_small}。上限 16384 时，token 间隔的第 99 百分位从单独跑的 {itl99_alone_large} "
+                      "升到旁边有长提示时的 {itl99_beside_large}{itl99_large_rose}，但最长的一次停顿是 {itlmax_beside_large}，上限 2048 时是 {itlmax_beside_small}"
+                      "（{itlmax_large_vs_small}）：上限越小，长提示被切成越多、越短的步，最坏的停顿越短。"
+                      "所以调小 --max-num-batched-tokens 是一种取舍：代价是旁边有长提示时 token 间隔的第 99 百分位，"
+                      "上限 2048 反而比 16384 高{itl99_beside_small_vs_large}。",
                 "en": "Yes. With 32 short requests in flight, one 32k-token prompt beside them raised their 99th-percentile "
                       "gap between tokens from {itl99_alone_small} to {itl99_beside_small} ({itl99_small_ratio}, budget "
                       "2048) and their 99th-percentile time to first token from {ttft99_alone_small} to "
-                      "{ttft99_beside_small}. At a budget of 16384 the 99th percentile was {itl99_alone_large} against "
-                      "{itl99_beside_large}, but the longest single stall was {itlmax_beside_large}, against "
-                      "{itlmax_beside_small} at 2048 ({itlmax_large_vs_small}): a smaller budget cuts the long prefill "
-                      "into more, shorter steps, and the worst stall shrinks with them."},
+                      "{ttft99_beside_small}. At a budget of 16384 the 99th-percentile gap rose from {itl99_alone_large} "
+                      "(alone) to {itl99_beside_large} (beside the long prompt){itl99_large_rose}, but the longest single stall was "
+                      "{itlmax_beside_large}, against {itlmax_beside_small} at 2048 ({itlmax_large_vs_small}): a "
+                      "smaller budget cuts the long prefill into more, shorter steps, and the worst stall shrinks with "
+                      "them. So a smaller --max-num-batched-tokens is a trade: in exchange, the 99th-percentile gap "
+                      "beside the long prompt was higher at 2048 than at 16384{itl99_beside_small_vs_large}."},
         figure="beside-a-long-prompt",
         unsettled={"zh": "需要在两种上限下，分别测短请求单独跑和旁边有长提示时的 token 间隔。",
                    "en": "Settling it takes the short requests' gaps alone and beside a long prompt at two budgets."}),
