@@ -237,6 +237,7 @@ class ClaimRenderer:
     # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
     figures: list[Figure] = field(default_factory=list)
     verdicts_shown: list = field(default_factory=list)
+    missing_said: set = field(default_factory=set)  # (dataset, env) whose "no data yet" note this page already shows
 
     # ---- helpers -------------------------------------------------------------------------
     def _remember(self, key: str, number) -> None:
@@ -319,6 +320,10 @@ class ClaimRenderer:
     def _missing_figure(self, dataset: str, env: str | list | None) -> str:
         """What stands in for a chart or table with no rows: which data are missing and the command that measures
         them (a bare badge told a reader nothing)."""
+        said = (dataset, repr(env))
+        if said in self.missing_said:  # a chart and its table of one dataset: one note says it for both
+            return ""
+        self.missing_said.add(said)
         note = self._dummy_note(dataset)
         if note:
             return f'<p class="claim-missing">{self.badge("not_measured", note)} {html.escape(note)}</p>'
