@@ -485,3 +485,16 @@ def test_a_count_of_what_fits_is_cut_not_rounded_up(store):
     assert "12,346 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, key="a", **where)
     assert "12,345 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, round_down=True,
                                      key="b", **where)
+
+
+def test_two_readings_of_one_dataset_are_told_apart_by_their_own_key(store):
+    from measure.quantities import Member, Quantity
+    from measure.site.consistency import Consistency
+
+    # float and base64 at batch 4 (12,346 and 11,000 tok/s) read as one quantity: the note must say which is which
+    quantity = Quantity("embed", "", (Member("pooling.embedding_throughput", "tokens_per_s", {"batch_size": 4}),),
+                        by=("model", "batch_size"), rel_tol=0.01)
+    r = render(store)
+    (verdict,) = Consistency(store, (quantity,)).verdicts
+    sentence = r._verdict_sentence(verdict, "k")
+    assert "(encoding format float) 12,346 tok/s" in sentence and "(encoding format base64) 11,000 tok/s" in sentence

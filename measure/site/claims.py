@@ -482,12 +482,15 @@ class ClaimRenderer:
         # A dataset that repeats another's row (the prefill table's embeddings row) is one measurement, not two.
         distinct = {}
         for r in verdict.readings:
-            distinct.setdefault((r.value, r.low, r.high), r.dataset)
+            distinct.setdefault((r.value, r.low, r.high), r)
         separator, open_, close = ("；", "（", "）") if self.lang == "zh" else ("; ", " (", ")")
+        repeated = {r.dataset for r in distinct.values() if [d.dataset for d in distinct.values()].count(r.dataset) > 1}
         figures = separator.join(
-            f"{self._dataset_words(dataset)} {format_number(v, self.lang, 0)}{unit}"
+            f"{self._dataset_words(r.dataset)}"
+            + (self._condition_words(r.dataset, r.condition) if r.dataset in repeated else "")
+            + f" {format_number(v, self.lang, 0)}{unit}"
             + (f"{open_}{format_number(lo, self.lang, 0)}–{format_number(hi, self.lang, 0)}{close}" if lo != hi else "")
-            for (v, lo, hi), dataset in distinct.items())
+            for (v, lo, hi), r in distinct.items())
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
             count=len(distinct), spread=f"{verdict.spread:.0%}", figures=figures)
         self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
@@ -530,6 +533,18 @@ class ClaimRenderer:
                             for r in verdict.readings)
         return t("inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity), figures=figures,
                                                    spread=f"{verdict.spread:.0%}")
+
+    def _condition_words(self, dataset: str, condition: tuple) -> str:
+        """What tells a reading from another of its dataset, in words: ' at processor cache 4 GiB'."""
+        schema = self.store.schema(dataset)
+        parts = []
+        for name, value in condition:
+            unit = unit_label(schema.column(name).unit, self.lang)
+            shown = format_number(value, self.lang) if isinstance(value, (int, float)) else value_label(value, self.lang)
+            parts.append(f"{column_label(name, self.lang)} {shown}" + (f" {unit}" if unit else ""))
+        if not parts:
+            return ""
+        return ("（" + "，".join(parts) + "）") if self.lang == "zh" else (" (" + ", ".join(parts) + ")")
 
     def _dataset_words(self, dataset: str) -> str:
         """A dataset as a reader knows it: its title in the page's language (the id stays in the CSV link)."""
@@ -1099,7 +1114,7 @@ class ClaimRenderer:
         """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
         that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
         it stands in for all such sentences."""
-        figures, shown = len(self.figures), len(self.verdicts_shown)
+        figures = len(self.figures)
         kept, missing = [], False
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
             start = len(self.claims)
@@ -1112,17 +1127,18 @@ class ClaimRenderer:
                 kept.append(html_out)
         body = ("" if self.lang == "zh" else " ").join(kept)
         if kept:
-            body += self._other_figures(self.figures[figures:], self.verdicts_shown[shown:])
+            body += self._other_figures(self.figures[figures:])
         if missing:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
                 f' <span class="answer-unsettled">{inline_code(unsettled)}</span>' if unsettled else "")
         return body
 
-    def _other_figures(self, figures: list[Figure], shown: list) -> str:
+    def _other_figures(self, figures: list[Figure]) -> str:
         """One quantity, one story: where an answer cites a figure that other datasets measure differently (and
-        says no condition that explains it, ``differs=``), the answer shows them all, side by side in one unit."""
-        done = {_verdict_id(v) for v in shown}
+        says no condition that explains it, ``differs=``), the answer shows them all, side by side in one unit —
+        once a page: a later answer citing the same figures keeps its 未确认 mark, not a second copy of the note."""
+        done = {_verdict_id(v) for v in self.verdicts_shown}
         out = ""
         for figure in figures:
             verdict = figure.verdict

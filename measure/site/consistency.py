@@ -20,6 +20,9 @@ class Reading:
     value: float
     low: float  # the slowest/fastest repeat where the dataset records them, else the value itself
     high: float
+    # the row's key columns the quantity does not group by, (column, value): what tells two readings of one
+    # dataset apart (the processor cache at 4 GiB and at 0)
+    condition: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Consistency:
                     if not env.has(m.dataset):
                         continue
                     frame = self.store.frame(env, m.dataset)
+                    own_key = [k for k in self.store.schema(m.dataset).key if k not in q.by]
                     stem = m.column[: -len("_value")] if m.column.endswith("_value") else m.column  # base_value: base_min
                     has_range = {f"{stem}_min", f"{stem}_max"} <= set(frame.columns)
                     for _, row in frame.iterrows():
@@ -107,7 +111,9 @@ class Consistency:
                         low, high = value, value
                         if has_range and not pd.isna(row[f"{stem}_min"]) and not pd.isna(row[f"{stem}_max"]):
                             low, high = float(row[f"{stem}_min"]), float(row[f"{stem}_max"])
-                        groups.setdefault(tuple(row[b] for b in q.by), []).append(Reading(m.dataset, value, low, high))
+                        condition = tuple((k, row[k].item() if hasattr(row[k], "item") else row[k]) for k in own_key)
+                        groups.setdefault(tuple(row[b] for b in q.by), []).append(
+                            Reading(m.dataset, value, low, high, condition))
                 found += [Verdict(q, env.name, key, tuple(r)) for key, r in groups.items() if len(r) > 1]
         return found
 
