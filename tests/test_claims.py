@@ -498,3 +498,18 @@ def test_two_readings_of_one_dataset_are_told_apart_by_their_own_key(store):
     (verdict,) = Consistency(store, (quantity,)).verdicts
     sentence = r._verdict_sentence(verdict, "k")
     assert "(encoding format float) 12,346 tok/s" in sentence and "(encoding format base64) 11,000 tok/s" in sentence
+
+
+def test_a_value_the_words_rely_on_fails_the_build_when_the_data_say_otherwise(store):
+    where = dict(model="tiny-Qwen3-Embedding-0.6B", batch_size=4, encoding_format="float")
+    assert "130" in render(store).value("pooling.embedding_throughput", "tokens_per_input", expect=130.0, **where)
+    with pytest.raises(SchemaError, match="relies on pooling.embedding_throughput.tokens_per_input .* being 129"):
+        render(store).value("pooling.embedding_throughput", "tokens_per_input", expect=129, **where)
+
+
+def test_flags_in_an_answer_read_as_code_that_does_not_break_at_hyphens():
+    from measure.site.claims import flags_as_code, inline_code
+
+    assert flags_as_code("set --max-num-seqs 8 — or not") == 'set <code class="flag">--max-num-seqs</code> 8 — or not'
+    # a flag already in backticks is code once, not twice
+    assert flags_as_code(inline_code("`--api-server-count` 2")) == "<code>--api-server-count</code> 2"

@@ -359,10 +359,12 @@ class ClaimRenderer:
         differs: str | None = None,
         show_range: bool = False,
         round_down: bool = False,
+        expect=None,
         **where,
     ) -> str:
         """One number from one row. ``round_down`` cuts it to ``digits`` instead of rounding: a count of what fits
-        (190.97 requests fit 190, not 191). ``source`` is ``measured`` (ours, best environment first) or ``cited``;
+        (190.97 requests fit 190, not 191). ``expect``: the value a sentence's words rely on ("No: HTTP 200"); any
+        other value fails the build, as compare() does for a ratio. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
         ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside.
         A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
         fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap.
@@ -393,6 +395,9 @@ class ClaimRenderer:
             if len(rows) == 0 or pd.isna(rows.iloc[0][column]):
                 continue
             raw = rows.iloc[0][column]
+            if expect is not None and (raw.item() if hasattr(raw, "item") else raw) != expect:
+                raise SchemaError(f"{self.page}: the text relies on {dataset}.{column} where {where} in {candidate.name} "
+                                  f"being {expect!r}, but it is {raw!r}; rewrite the sentence or re-check the data")
             number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
             if round_down and isinstance(number, (int, float)) and not isinstance(number, bool):
                 number = math.floor(number * 10 ** (digits or 0)) / 10 ** (digits or 0)
@@ -1106,7 +1111,7 @@ class ClaimRenderer:
         for question in found.questions:
             body = self._answer_html(found, question)
             items.append(f'<dt><a href="#{html.escape(question.figure)}" data-answer-figure="{html.escape(question.figure)}">'
-                         f"{html.escape(question.ask[self.lang])}</a></dt><dd>{body}</dd>")
+                         f"{flags_as_code(html.escape(question.ask[self.lang]))}</a></dt><dd>{body}</dd>")
         return (f'<div class="page-answers"><p class="page-answers-title">{t("answers", self.lang)}</p>'
                 f'<dl>{"".join(items)}</dl></div>')
 
@@ -1119,7 +1124,7 @@ class ClaimRenderer:
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
             start = len(self.claims)
             parts = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", sentence).split("\0")  # odd: a fact's name
-            html_out = "".join(html.escape(part) if i % 2 == 0 else self._fact_html(found, part)
+            html_out = "".join(flags_as_code(html.escape(part)) if i % 2 == 0 else self._fact_html(found, part)
                                for i, part in enumerate(parts))
             if any(c.status == "not_measured" for c in self.claims[start:]):
                 missing = True
@@ -1131,7 +1136,7 @@ class ClaimRenderer:
         if missing:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
-                f' <span class="answer-unsettled">{inline_code(unsettled)}</span>' if unsettled else "")
+                f' <span class="answer-unsettled">{flags_as_code(inline_code(unsettled))}</span>' if unsettled else "")
         return body
 
     def _other_figures(self, figures: list[Figure]) -> str:
@@ -1160,9 +1165,9 @@ class ClaimRenderer:
             first, *rest = found.questions
             answered = self._answer_html(found, first)
             more = "".join(f'<li><a href="{html.escape(found.name)}/#{html.escape(q.figure)}">'
-                           f"{html.escape(q.ask[self.lang])}</a></li>" for q in rest)
+                           f"{flags_as_code(html.escape(q.ask[self.lang]))}</a></li>" for q in rest)
             sections.append(
-                f'<dt><a href="{html.escape(found.name)}/#{html.escape(first.figure)}">{html.escape(first.ask[self.lang])}'
+                f'<dt><a href="{html.escape(found.name)}/#{html.escape(first.figure)}">{flags_as_code(html.escape(first.ask[self.lang]))}'
                 f'</a> <span class="page-answers-topic">{html.escape(found.title[self.lang])}</span></dt>'
                 f"<dd>{answered}" + (f"<ul>{more}</ul>" if more else "") + "</dd>")
         return (f'<div class="page-answers site-answers"><p class="page-answers-title">{t("site_answers", self.lang)}</p>'
@@ -1260,6 +1265,15 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def _plotly_text(v):
     return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
+
+
+FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def flags_as_code(escaped: str) -> str:
+    """Command-line flags in an answer's (escaped) words as code, as the pages' Markdown shows them: a flag is one
+    word to a reader, and CSS keeps code from breaking at its hyphens."""
+    return FLAG.sub(r'<code class="flag">\1</code>', escaped)
 
 
 def inline_code(text: str) -> str:

@@ -141,10 +141,10 @@ topic("lora", facts={
                    "en": "Settling it takes TTFT with the adapter resident against swapped in for every request."}),
     Question(
         ask={"zh": "--max-lora-rank 设大了会拖慢小适配器吗？", "en": "Does a large --max-lora-rank slow down small adapters?"},
-        answer={"zh": "在该出现代价的地方没有看到：同一个 rank 8 适配器（--max-loras 4），--max-lora-rank 64 时吞吐 {max_rank_64}，"
+        answer={"zh": "看不出代价：同一个 rank 8 适配器（--max-loras 4），--max-lora-rank 64 时吞吐 {max_rank_64}，"
                       "是 --max-lora-rank 8 时 {max_rank_8} 的 {max_rank_64_vs_8}，各轮都落在后者的范围之内。--max-lora-rank 16 时是 "
                       "{max_rank_16}{max_rank_16_above}{max_rank_16_above_64}，比两者都快；上限更大不可能让它更快，只能当作不同服务器之间的波动。",
-                "en": "Not where it would show: with --max-lora-rank 64 the same rank-8 adapter (--max-loras 4) ran at "
+                "en": "No measurable cost: with --max-lora-rank 64 the same rank-8 adapter (--max-loras 4) ran at "
                       "{max_rank_64}, {max_rank_64_vs_8} its {max_rank_8} at --max-lora-rank 8, every round inside the "
                       "latter's range. At 16 it ran at {max_rank_16}{max_rank_16_above}{max_rank_16_above_64}, faster than both; a larger "
                       "limit cannot make it faster, so read that as the spread between servers."},

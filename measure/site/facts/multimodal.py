@@ -8,22 +8,24 @@ REDIRECT = "--allowed-media-domains localhost · allowed name redirecting to 127
 REDIRECT_OFF = "--allowed-media-domains localhost + VLLM_MEDIA_URL_ALLOW_REDIRECTS=0 · allowed name redirecting to 127.0.0.1"
 
 
-def matrix(release: str, probe: str) -> Value:
-    return Value("security_versions.matrix", "outcome", {"vllm_version": release, "probe": probe}, {"env": CPU})
+def matrix(release: str, probe: str, expect: str | None = None) -> Value:
+    return Value("security_versions.matrix", "outcome", {"vllm_version": release, "probe": probe},
+                 {"env": CPU} | ({"expect": expect} if expect else {}))
 
 
 topic("multimodal", facts={
-    "metrics_oldest": matrix("0.8.5.post2", "GET /metrics without a key"),
-    "metrics_newest": matrix("0.32.0", "GET /metrics without a key"),
+    # the answer's "Yes" rests on these
+    "metrics_oldest": matrix("0.8.5.post2", "GET /metrics without a key", expect="200"),
+    "metrics_newest": matrix("0.32.0", "GET /metrics without a key", expect="200"),
     "redirect_0140": matrix("0.14.0", REDIRECT),
     "redirect_0320": matrix("0.32.0", REDIRECT),
     "redirect_off_0320": matrix("0.32.0", REDIRECT_OFF),
 }, questions=(
     Question(
         ask={"zh": "设了 --api-key 以后，/metrics 还能不带密钥访问吗？", "en": "With --api-key set, is /metrics still open without the key?"},
-        answer={"zh": "不带密钥请求 GET /metrics，最老的 0.8.5.post2 返回 HTTP {metrics_oldest}，最新的 0.32.0 返回 HTTP "
+        answer={"zh": "能，仍然开放。不带密钥请求 GET /metrics，最老的 0.8.5.post2 返回 HTTP {metrics_oldest}，最新的 0.32.0 返回 HTTP "
                       "{metrics_newest}（CPU 后端，每个版本一个虚拟环境）。",
-                "en": "GET /metrics without a key got HTTP {metrics_oldest} on the oldest release probed, 0.8.5.post2, and "
+                "en": "Yes, it stays open. GET /metrics without a key got HTTP {metrics_oldest} on the oldest release probed, 0.8.5.post2, and "
                       "HTTP {metrics_newest} on the newest, 0.32.0 (CPU backend, one virtualenv per release)."},
         figure="per-release",
         unsettled={"zh": "需要逐个版本启动带密钥的服务器并请求 /metrics。", "en": "Settling it takes a keyed server of each release asked for /metrics."}),

@@ -39,9 +39,10 @@ def rerank(words: int, documents: int, column: str) -> Value:
                  {"env": H200, "digits": 0, "missing_ok": True, "show_range": column == "pairs_per_s"})
 
 
-def status(path: str, key: str) -> Value:
+def status(path: str, key: str, expect: int) -> Value:
+    # expect: the answer's "No" rests on these codes
     return Value("security.auth_routes", key, {"server": "pooling", "method": "POST", "path": path},
-                 {"env": H200, "unit": ""})
+                 {"env": H200, "unit": "", "expect": expect})
 
 
 topic("pooling", facts={
@@ -105,9 +106,9 @@ topic("pooling", facts={
     "kv_tokens_01": memory("kv_cache_tokens", "0.1", digits=0),
     "memory_tok_s_01": memory("tokens_per_s", "0.1", digits=0, show_range=True),
     "memory_tok_s_09": memory("tokens_per_s", "0.9", digits=0, show_range=True),
-    "v1_rerank_no_key": status("/v1/rerank", "no_key"),
-    "rerank_no_key": status("/rerank", "no_key"),
-    "rerank_right_key": status("/rerank", "right_key"),
+    "v1_rerank_no_key": status("/v1/rerank", "no_key", 401),
+    "rerank_no_key": status("/rerank", "no_key", 400),
+    "rerank_right_key": status("/rerank", "right_key", 400),
 }, questions=(
     Question(
         ask={"zh": "一张 H200 上，嵌入能跑多快？", "en": "How fast are embeddings on one H200?"},
@@ -198,9 +199,9 @@ topic("pooling", facts={
                    "en": "Settling it takes the same batch on pooling servers started at both settings."}),
     Question(
         ask={"zh": "--api-key 能保护 /rerank 吗？", "en": "Does --api-key protect /rerank?"},
-        answer={"zh": "不带密钥时，POST /v1/rerank 返回 HTTP {v1_rerank_no_key}，而 POST /rerank 返回 HTTP {rerank_no_key}，"
+        answer={"zh": "不能。不带密钥时，POST /v1/rerank 返回 HTTP {v1_rerank_no_key}，而 POST /rerank 返回 HTTP {rerank_no_key}，"
                       "和带正确密钥时（HTTP {rerank_right_key}）一样：请求没有因为缺少密钥被拒绝（vLLM 0.26.0）。",
-                "en": "Without a key, POST /v1/rerank answered HTTP {v1_rerank_no_key}, while POST /rerank answered "
+                "en": "No. Without a key, POST /v1/rerank answered HTTP {v1_rerank_no_key}, while POST /rerank answered "
                       "HTTP {rerank_no_key}, as it did with the right key (HTTP {rerank_right_key}): the missing key "
                       "did not stop the request (vLLM 0.26.0)."},
         figure="authentication",
