@@ -513,3 +513,11 @@ def test_flags_in_an_answer_read_as_code_that_does_not_break_at_hyphens():
     assert flags_as_code("set --max-num-seqs 8 — or not") == 'set <code class="flag">--max-num-seqs</code> 8 — or not'
     # a flag already in backticks is code once, not twice
     assert flags_as_code(inline_code("`--api-server-count` 2")) == "<code>--api-server-count</code> 2"
+
+
+def test_an_answer_links_each_data_file_once():
+    from measure.site.claims import once_per_source
+
+    a = '<a class="claim-src" href="d/x.csv" title="t">[env]</a>'
+    b = '<a class="claim-src" href="d/y.csv" title="t">[env]</a>'
+    assert once_per_source(f"1 ms{a}, 2 ms{a} and 3 ms{b}") == f"1 ms{a}, 2 ms and 3 ms{b}"

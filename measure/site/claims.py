@@ -1130,7 +1130,7 @@ class ClaimRenderer:
                 missing = True
             else:
                 kept.append(html_out)
-        body = ("" if self.lang == "zh" else " ").join(kept)
+        body = once_per_source(("" if self.lang == "zh" else " ").join(kept))
         if kept:
             body += self._other_figures(self.figures[figures:])
         if missing:
@@ -1265,6 +1265,23 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def _plotly_text(v):
     return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
+
+
+SOURCE_LINK = re.compile(r'<a class="claim-src" [^>]*>[^<]*</a>')
+
+
+def once_per_source(answer_html: str) -> str:
+    """An answer's source tags, each (environment, dataset) once: the first figure from a data file carries its
+    link; a dozen identical tags in one paragraph buried the numbers on a phone."""
+    seen: set[str] = set()
+
+    def first(match: re.Match) -> str:
+        if match.group(0) in seen:
+            return ""
+        seen.add(match.group(0))
+        return match.group(0)
+
+    return SOURCE_LINK.sub(first, answer_html)
 
 
 FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
