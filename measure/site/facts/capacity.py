@@ -99,9 +99,9 @@ topic("capacity", facts={
     "kv_need_16k": Product("kv_concurrency_16k", "kv_prompt_16k", "tokens"),
     "kv_need_fills_auto": Ratio("kv_need_16k", "≥", "kv_tokens_auto", show=False),
     "kv_fp8_holds_all": Ratio("kv_tokens_fp8", ">>", "kv_need_16k", show=False),
-    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验不记录抢占次数，也不记录请求等了多久，看不出差距是否全由此而来",
+    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验既不记录抢占次数，也不记录请求为等位等了多久",
                                   "en": "the kv_dtype experiment counts neither preemptions nor how long requests "
-                                        "waited, so whether that is the whole gap is not seen"}),
+                                        "waited for room"}),
     "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
     "ttft_fp8_16k": kv("ttft_ms", "fp8", 16384, 0),
     "batch_prompt": batch("prompt_tokens", 128, 8192, 0),
