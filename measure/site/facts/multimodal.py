@@ -23,9 +23,9 @@ topic("multimodal", facts={
 }, questions=(
     Question(
         ask={"zh": "设了 --api-key 以后，/metrics 还能不带密钥访问吗？", "en": "With --api-key set, is /metrics still open without the key?"},
-        answer={"zh": "能，仍然开放。不带密钥请求 GET /metrics，最老的 0.8.5.post2 返回 HTTP {metrics_oldest}，最新的 0.32.0 返回 HTTP "
+        answer={"zh": "能，仍然开放：不带密钥请求 GET /metrics，最老的 0.8.5.post2 返回 HTTP {metrics_oldest}，最新的 0.32.0 返回 HTTP "
                       "{metrics_newest}（CPU 后端，每个版本一个虚拟环境）。",
-                "en": "Yes, it stays open. GET /metrics without a key got HTTP {metrics_oldest} on the oldest release probed, 0.8.5.post2, and "
+                "en": "Yes, it stays open: GET /metrics without a key got HTTP {metrics_oldest} on the oldest release probed, 0.8.5.post2, and "
                       "HTTP {metrics_newest} on the newest, 0.32.0 (CPU backend, one virtualenv per release)."},
         figure="per-release",
         unsettled={"zh": "需要逐个版本启动带密钥的服务器并请求 /metrics。", "en": "Settling it takes a keyed server of each release asked for /metrics."}),

@@ -190,18 +190,18 @@ topic("pooling", facts={
     Question(
         ask={"zh": "池化服务器要占多少显存？把 --gpu-memory-utilization 调低行吗？",
              "en": "How much GPU memory does a pooling server need; can --gpu-memory-utilization go low?"},
-        answer={"zh": "设为 0.1 时，KV 缓存只分到 {kv_gib_01}（{kv_tokens_01}），1,024 条一批照样跑完，吞吐 {memory_tok_s_01}；"
+        answer={"zh": "可以：设为 0.1 时，KV 缓存只分到 {kv_gib_01}（{kv_tokens_01}），1,024 条一批照样跑完，吞吐 {memory_tok_s_01}；"
                       "设为 0.9 时是 {memory_tok_s_09}。",
-                "en": "At 0.1 the KV cache got only {kv_gib_01} ({kv_tokens_01}), and a batch of 1,024 inputs still ran "
+                "en": "Yes: at 0.1 the KV cache got only {kv_gib_01} ({kv_tokens_01}), and a batch of 1,024 inputs still ran "
                       "whole, at {memory_tok_s_01}; at 0.9, {memory_tok_s_09}."},
         figure="kv-cache",
         unsettled={"zh": "需要在两种显存设置下启动池化服务器并测同一批。",
                    "en": "Settling it takes the same batch on pooling servers started at both settings."}),
     Question(
         ask={"zh": "--api-key 能保护 /rerank 吗？", "en": "Does --api-key protect /rerank?"},
-        answer={"zh": "不能。不带密钥时，POST /v1/rerank 返回 HTTP {v1_rerank_no_key}，而 POST /rerank 返回 HTTP {rerank_no_key}，"
+        answer={"zh": "不能：不带密钥时，POST /v1/rerank 返回 HTTP {v1_rerank_no_key}，而 POST /rerank 返回 HTTP {rerank_no_key}，"
                       "和带正确密钥时（HTTP {rerank_right_key}）一样：请求没有因为缺少密钥被拒绝（vLLM 0.26.0）。",
-                "en": "No. Without a key, POST /v1/rerank answered HTTP {v1_rerank_no_key}, while POST /rerank answered "
+                "en": "No: without a key, POST /v1/rerank answered HTTP {v1_rerank_no_key}, while POST /rerank answered "
                       "HTTP {rerank_no_key}, as it did with the right key (HTTP {rerank_right_key}): the missing key "
                       "did not stop the request (vLLM 0.26.0)."},
         figure="authentication",
