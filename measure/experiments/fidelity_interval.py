@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from measure.experiment import Experiment, ServerSpec, Step, register
-from measure.harness.bench import bench_serve
+from measure.harness.bench import LIMITED_BY_DOC, bench_serve, limited_by
 from measure.harness.loadgen import HttpRequest
 from measure.harness.procstat import CpuSampler, process_names
-from measure.schema import CLIENT_LOAD, SATURATED, SETTING, Column, DatasetSchema
+from measure.schema import CLIENT_LOAD, SETTING, Column, DatasetSchema
 from measure.workloads import sentences
 
 # Workload sizes per profile (MEASURE_SIZES may replace them: '{"fidelity_interval": {...}}'). A point's
@@ -78,8 +78,7 @@ RATIO = DatasetSchema(
                role=CLIENT_LOAD),
         Column("api_cpu_max", "float", "cores", "the busiest API-server process", nullable=True),
         Column("engine_cpu", "float", "cores", "the engine-core process", nullable=True),
-        Column("limited_by", "str", doc="the processes at or above the saturation share of one core: our client, "
-               "vllm bench serve, vLLM API server (comma-separated), or none"),
+        Column("limited_by", "str", doc=LIMITED_BY_DOC),
     ),
 )
 
@@ -103,12 +102,6 @@ def ratio_interval(ours: list[float], theirs: list[float], confidence: float = C
 
 def spread_pct(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values) * 100
-
-
-def limited_by(ours: float, bench: float | None, api: float | None) -> str:
-    sides = [name for name, share in (("our client", ours), ("vllm bench serve", bench), ("vLLM API server", api))
-             if share is not None and share >= SATURATED]
-    return ", ".join(sides) or "none"
 
 
 @register

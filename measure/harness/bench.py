@@ -15,6 +15,7 @@ from pathlib import Path
 
 from measure.harness.procstat import CpuSampler
 from measure.harness.server import portable
+from measure.schema import SATURATED
 
 
 @dataclass(frozen=True)
@@ -107,3 +108,15 @@ def bench_serve(python: str, base_url: str, model: str, tokenizer: str, prompts:
     window = (end - float(data.get("duration") or wall), end)
     share = sampler.share("bench", *window) if sampler is not None else None
     return BenchRun(data, shown, share if share is not None else cpu / wall, window)
+
+
+LIMITED_BY_DOC = ("the processes at or above the saturation share of one core: our client, vllm bench serve, "
+                  "vLLM API server (comma-separated), or none")
+
+
+def limited_by(ours: float | None, bench: float | None, api: float | None) -> str:
+    """Which side of a comparison of the two clients was saturated (LIMITED_BY_DOC): our busiest worker's, the
+    bench process's and the busiest API-server process's share of one core."""
+    sides = [name for name, share in (("our client", ours), ("vllm bench serve", bench), ("vLLM API server", api))
+             if share is not None and share >= SATURATED]
+    return ", ".join(sides) or "none"
