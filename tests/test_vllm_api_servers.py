@@ -36,7 +36,11 @@ def test_api_server_count_takes_effect_through_vllm_serve(measured):
     # vllm serve acts on the flag: as many API-server processes as asked, beside one engine core
     assert (load["api_processes"] == load["api_server_count"]).all(), load[["api_server_count", "processes"]]
     assert load["processes"].str.contains("EngineCore×1").all() and load["processes"].str.contains("Worker×1").all()
-    assert (load["api_cpu"] > 0).all() and (load["engine_cpu"] > 0).all() and (load["tokens_per_s"] > 0).all()
+    # every process's CPU is read for every row (a round without a sample would leave it empty); an idle engine core
+    # can read 0 over a short round on two busy cores (/proc counts 10 ms ticks: CI saw 0.0 beside 0.10), so one
+    # row must show it working, not every row
+    assert load[["api_cpu", "engine_cpu"]].notna().all().all(), load[["api_server_count", "api_cpu", "engine_cpu"]]
+    assert (load["api_cpu"] > 0).all() and (load["engine_cpu"] > 0).any() and (load["tokens_per_s"] > 0).all()
     assert (load["api_cpu_max"] <= load["api_cpu"] + 1e-9).all()
     assert load["ttft_p50_ms"].notna().all() and load["itl_p50_ms"].notna().all()
     provenance = json.loads((root / "data" / "api-cpu" / "provenance.json").read_text())
