@@ -108,7 +108,7 @@ TEXT = {
         "en": "{count} row(s) marked unconfirmed (hover over the mark for the reason)",
     },
     "dummy_only": {
-        "zh": "仅有 虚拟权重的数据，不能用于正确率结论",
+        "zh": "仅有虚拟权重的数据，不能用于正确率结论",
         "en": "only dummy-weight data exists, which cannot support an accuracy claim",
     },
 }
