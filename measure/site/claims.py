@@ -20,6 +20,7 @@ import json
 import math
 import numbers
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -362,16 +363,16 @@ class ClaimRenderer:
         expect=None,
         **where,
     ) -> str:
-        """One number from one row. ``round_down`` cuts it to ``digits`` instead of rounding: a count of what fits
-        (190.97 requests fit 190, not 191). ``expect``: the value a sentence's words rely on ("No: HTTP 200"); any
-        other value fails the build, as compare() does for a ratio. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
+        """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
         ``tolerance`` ({column: (low, high)}) renders the value 未确认 where the row's column falls outside.
         A dataset nobody has measured renders 未实测; one that is published but has no such row (or an empty cell)
         fails the build, since that is a typo or a stale sentence, unless ``missing_ok`` declares the gap.
         A figure that other datasets of its environment also measure (measure/quantities.py) renders 未确认 where
         they disagree, unless ``differs`` says how its conditions differ (the page must say so too). Where the
         row records the figure's range (``COLUMN_min``/``COLUMN_max``), the tooltip gives it, and ``show_range``
-        prints it after the figure."""
+        prints it after the figure. ``round_down`` cuts it to ``digits`` instead of rounding: a count of what fits
+        (190.97 requests fit 190, not 191). ``expect``: the value a sentence's words rely on ("No: HTTP 200"); any
+        other value fails the build, as compare() does for a ratio."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
@@ -398,8 +399,9 @@ class ClaimRenderer:
             if expect is not None and (raw.item() if hasattr(raw, "item") else raw) != expect:
                 raise SchemaError(f"{self.page}: the text relies on {dataset}.{column} where {where} in {candidate.name} "
                                   f"being {expect!r}, but it is {raw!r}; rewrite the sentence or re-check the data")
-            number = raw * scale if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
-            if round_down and isinstance(number, (int, float)) and not isinstance(number, bool):
+            numeric = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+            number = raw * scale if numeric else raw
+            if round_down and numeric:
                 number = math.floor(number * 10 ** (digits or 0)) / 10 ** (digits or 0)
             shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
             text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
@@ -489,10 +491,10 @@ class ClaimRenderer:
         for r in verdict.readings:
             distinct.setdefault((r.value, r.low, r.high), r)
         separator, open_, close = ("；", "（", "）") if self.lang == "zh" else ("; ", " (", ")")
-        repeated = {r.dataset for r in distinct.values() if [d.dataset for d in distinct.values()].count(r.dataset) > 1}
+        per_dataset = Counter(r.dataset for r in distinct.values())
         figures = separator.join(
             f"{self._dataset_words(r.dataset)}"
-            + (self._condition_words(r.dataset, r.condition) if r.dataset in repeated else "")
+            + (self._condition_words(r.dataset, r.condition) if per_dataset[r.dataset] > 1 else "")
             + f" {format_number(v, self.lang, 0)}{unit}"
             + (f"{open_}{format_number(lo, self.lang, 0)}–{format_number(hi, self.lang, 0)}{close}" if lo != hi else "")
             for (v, lo, hi), r in distinct.items())
@@ -1207,21 +1209,21 @@ def _verdict_id(verdict) -> tuple:
     return verdict.quantity.name, verdict.env, verdict.group
 
 
+def _numbers_as_numbers(parts) -> tuple:
+    """Text split into parts, with the all-digit parts compared as numbers and before words."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
 def _natural_order(value) -> tuple:
     """A sort key that compares the numbers inside values as numbers: (4194304 < 16777216, "x 2" < "x 16")."""
     values = value if isinstance(value, tuple) else (value,)
-    key = []
-    for v in values:
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            key.append(((0, float(v)),))
-        else:
-            key.append(tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", str(v)) if p))
-    return tuple(key)
+    return tuple(((0, float(v)),) if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 else _numbers_as_numbers(re.split(r"(\d+)", str(v))) for v in values)
 
 
 def _release_order(version) -> tuple:
     """0.8.5.post2 < 0.10.2 < 0.14.0: releases compare by their numbers, not as text."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+-]", str(version)))
+    return _numbers_as_numbers(re.split(r"[.+-]", str(version)))
 
 
 # Columns whose text is shown as the server, the tool or the command wrote it (names, commands, error messages):

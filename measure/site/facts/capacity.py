@@ -11,12 +11,13 @@ def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, round
          **where) -> Value:
     # missing_ok: the H200 rows of these experiments are still to come (only the CPU stand-in's are published);
     # until then they render 未实测, with what would settle each answer
-    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True}
-                 | ({"round_down": True} if round_down else {}))
+    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True,
+                                          "round_down": round_down})
 
 
-def memory(column: str, utilization: str, digits: int = 1) -> Value:
-    return h200("capacity.memory", column, digits, setting=f"--gpu-memory-utilization {utilization}")
+def memory(column: str, utilization: str, digits: int = 1, round_down: bool = False) -> Value:
+    return h200("capacity.memory", column, digits, round_down=round_down,
+                setting=f"--gpu-memory-utilization {utilization}")
 
 
 def knee(column: str, utilization: str, concurrency: int, digits: int = 0) -> Value:
@@ -74,8 +75,8 @@ topic("capacity", facts={
     "context_tokens": memory("max_concurrency_tokens", "0.9", 0),
     "request_tokens": memory("request_tokens", "0.06", 0),
     "kv_gib_006": memory("kv_cache_gib", "0.06"),
-    "fit_006": h200("capacity.memory", "requests_fit", 0, setting="--gpu-memory-utilization 0.06", round_down=True),
-    "fit_02": h200("capacity.memory", "requests_fit", 0, setting="--gpu-memory-utilization 0.2", round_down=True),
+    "fit_006": memory("requests_fit", "0.06", 0, round_down=True),
+    "fit_02": memory("requests_fit", "0.2", 0, round_down=True),
     "ttft_006_32": knee("ttft_p50_ms", "0.06", 32),
     "ttft_006_128": knee("ttft_p50_ms", "0.06", 128),
     "ttft_006_growth": Ratio("ttft_006_128", ">>", "ttft_006_32", digits=1),
