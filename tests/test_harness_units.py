@@ -320,6 +320,12 @@ def test_resuming_staged_rows_needs_the_same_kind_of_machine_and_inputs(tmp_path
     assert resume_mismatch(previous, "gpu", h200s, sw, {"pooling": "f9"}) is None  # nothing of it was staged then
     cpu = {"profile": "cpu", "hardware": {"cpu_count": 2, "gpus": []}, "software": sw}
     assert "CPU cores" in resume_mismatch(cpu, "cpu", {"cpu_count": 8, "gpus": []}, sw, {})
+    # two CPUs of one name and core count whose vector extensions (hence vLLM's kernels) differ do not mix rows
+    avx512 = {"cpu": "AMD EPYC", "cpu_count": 2, "gpus": [], "cpu_extensions": ["avx2", "avx512f"]}
+    staged_on_avx512 = cpu | {"hardware": avx512}
+    assert resume_mismatch(staged_on_avx512, "cpu", avx512, sw, {}) is None
+    assert "CPU extensions" in resume_mismatch(staged_on_avx512, "cpu", avx512 | {"cpu_extensions": ["avx2"]}, sw, {})
+    assert resume_mismatch(cpu, "cpu", avx512, sw, {}) is None  # staged before the extensions were recorded
 
     staging = Staging(tmp_path, "env")
     staging.note("servers", "s1", {"command": ["x"]})  # no run.json: nothing to note into

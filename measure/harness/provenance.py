@@ -55,6 +55,22 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+# x86 extensions that pick vLLM's CPU kernels: without AVX-512 or AMX, vLLM 0.32 refuses an fp8 KV cache, and two
+# "AMD EPYC" hosts can differ here (CI has had both), so the same CPU name does not mean the same speed
+VLLM_CPU_EXTENSIONS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+
+
+def cpu_extensions() -> list[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                return [ext for ext in VLLM_CPU_EXTENSIONS if ext in flags]
+    except OSError:
+        pass
+    return []
+
+
 def memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -110,6 +126,7 @@ def hardware() -> dict:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": cpu_model(),
+        "cpu_extensions": cpu_extensions(),
         "cpu_count": len(cpu_cores()),
         "memory_gib": memory_gib(),
         "gpus": gpus(),

@@ -101,6 +101,8 @@ def resume_mismatch(previous: dict, profile: str, hw: dict, sw: dict, prints: di
               ("vLLM", then_sw.get("vllm"), sw.get("vllm")), ("torch", then_sw.get("torch"), sw.get("torch"))]
     if profile == "cpu":
         checks.append(("CPU cores", then_hw.get("cpu_count"), hw.get("cpu_count")))
+        if "cpu_extensions" in then_hw:  # recorded since 2026-12-05
+            checks.append(("CPU extensions", then_hw["cpu_extensions"], hw.get("cpu_extensions")))
     for what, then, now in checks:
         if then != now:
             return f"{what}: {then} then, {now} now"
