@@ -116,6 +116,10 @@ def test_two_choices_per_request_are_timed_per_choice(chat_server):
     tpot_two = statistics.median(t.tpot_s for t in twos)
     old_two = statistics.median((t.e2e_s - t.ttft_s) / (t.output_tokens - 1) for t in twos)
     assert old_two / tpot_two < 0.7, (tpot_two, old_two)
-    assert ratio(lambda batch: batch.summary().output_tok_s) > 1.3  # throughput counts both choices
+    # throughput counts both choices' tokens over the round's wall time (a ratio of two rounds' throughputs, asked
+    # > 1.3 here before, came out 1.24 on a slower 2-core CPU with another vLLM beside it: it timed the CPU too)
+    for one, two in pairs:
+        for choices, summary in ((1, one.summary()), (2, two.summary())):
+            assert summary.output_tok_s * summary.wall_s == pytest.approx(4 * choices * output_tokens)
     itl_two = statistics.median(gap for t in twos for gap in t.itl_s)
     assert 0.5 < itl_two / tpot_two < 2.0, "ITL is taken within a choice, not between two choices' messages"
