@@ -3,8 +3,6 @@ run: a KV cache of a set size fills, and requests then queue; an fp8 cache holds
 (where the CPU can run one: AVX-512 or AMX); a --max-num-seqs below the requests in flight makes the others wait for
 their first token."""
 
-from pathlib import Path
-
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
@@ -24,9 +22,9 @@ BATCH_LIMITS = {"max_num_seqs": [1, 4], "max_num_batched_tokens": [512], "prompt
 
 def cpu_runs_fp8_kv_cache() -> bool:
     # vLLM's CPU backend runs an fp8 KV cache only on x86 with AVX-512 or AMX (an AVX2-only EPYC refuses it)
-    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("flags")), [])
-    return "avx512f" in flags or "amx_tile" in flags
+    from measure.harness.provenance import cpu_extensions
+
+    return bool({"avx512f", "amx_tile"} & set(cpu_extensions()))
 
 
 @pytest.fixture(scope="module")

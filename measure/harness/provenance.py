@@ -45,14 +45,19 @@ def code_revision(repo: Path = REPO_ROOT) -> str:
     return rev + ("+dirty" if dirty else "")
 
 
-def cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The first CPU's ``field`` in /proc/cpuinfo (None off Linux)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(field):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 # x86 extensions that pick vLLM's CPU kernels: without AVX-512 or AMX, vLLM 0.32 refuses an fp8 KV cache, and two
@@ -61,14 +66,8 @@ VLLM_CPU_EXTENSIONS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf1
 
 
 def cpu_extensions() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                return [ext for ext in VLLM_CPU_EXTENSIONS if ext in flags]
-    except OSError:
-        pass
-    return []
+    flags = set((_cpuinfo("flags") or "").split())
+    return [ext for ext in VLLM_CPU_EXTENSIONS if ext in flags]
 
 
 def memory_gib() -> float | None:
