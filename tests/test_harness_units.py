@@ -237,6 +237,22 @@ def test_matmul_params_of_the_vendored_configs():
     assert matmul_params(bert) == 6 * (4 * 384 * 384 + 2 * 384 * 1536)  # all-MiniLM-L6-v2: ungated MLP
 
 
+def test_the_matmul_peak_is_timed_in_a_dtype_the_device_multiplies_at_full_speed():
+    """Without AVX-512 torch's bf16 matmul takes a fallback ~500× slower than fp32; a peak timed there made the
+    embedding roofline read 11,727 % of peak. The chosen dtype must never be far slower than the other one."""
+    import sys
+
+    from conftest import VLLM_HOW, python_imports, require
+
+    from measure.experiments.pooling_limits import measure_peak
+
+    require(python_imports("import torch"), "torch", VLLM_HOW)
+    chosen = measure_peak(sys.executable, 256)
+    other = measure_peak(sys.executable, 256, "float32" if chosen["dtype"] == "bfloat16" else "bfloat16")
+    assert chosen["dtype"] in {"bfloat16", "float32"} and chosen["tflops"] > 0
+    assert chosen["tflops"] > 0.2 * other["tflops"], (chosen, other)
+
+
 def test_first_exception_of_a_crashed_engine_log():
     from measure.experiments.parallelism import first_exception
 
@@ -335,6 +351,26 @@ def test_resuming_staged_rows_needs_the_same_kind_of_machine_and_inputs(tmp_path
     assert staging.run_record() == {"started": "t", "servers": {"s1": {"command": ["x"]}}}
     staging.finish()
     assert not staging.dir.exists(), "a run that published everything leaves no staging behind"
+
+
+def test_each_dataset_keeps_the_hardware_it_was_measured_on():
+    """A run on a CPU without AVX-512 that publishes one experiment into an environment measured on one with it must
+    not relabel the other datasets: each keeps its own hardware, and the page's source line names it."""
+    from measure.harness.provenance import RunFacts
+    from measure.site.claims import cpu_words
+
+    avx512 = {"cpu": "AMD EPYC", "cpu_count": 2, "gpus": [], "cpu_extensions": ["avx2", "avx512f"]}
+    avx2 = avx512 | {"cpu_extensions": ["avx2"]}
+    current = {"hardware": avx512, "datasets": {"old.table": {"experiment": "old", "servers": []}}, "servers": {}}
+    facts = RunFacts("cpu-2c-x86-64", avx2, {"vllm": "0.32.0"}, "cpu", {"new": "f1"})
+    current = facts.record_experiment(current, experiment="new", datasets=["new.table"], promoted_now=["new.table"],
+                                      dataset_servers={}, planned=set(), server_records={}, kept_older=False,
+                                      revision="abc", date="2026-12-05")
+    assert current["datasets"]["old.table"]["hardware"] == avx512
+    assert current["datasets"]["new.table"]["hardware"] == avx2 and current["hardware"] == avx2
+    assert cpu_words(current["datasets"]["old.table"]["hardware"]) == "AMD EPYC, avx2, avx512f"
+    assert cpu_words(avx2) == "AMD EPYC, avx2"
+    assert cpu_words({"cpu": "AMD EPYC", "gpus": [{"name": "NVIDIA H200"}]}) == ""  # a GPU's label names the GPU
 
 
 def test_time_per_output_token_ignores_chunks_that_arrive_in_bursts():

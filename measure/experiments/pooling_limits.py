@@ -17,12 +17,13 @@ from measure.workloads import sentences
 
 PEAK = DatasetSchema(
     name="pooling_limits.matmul_peak",
-    title={"zh": "本设备的 bf16 矩阵乘峰值（实测）", "en": "This device's bf16 matrix-multiply peak (measured)"},
+    title={"zh": "本设备的矩阵乘峰值（实测）", "en": "This device's matrix-multiply peak (measured)"},
     key=("device",),
     columns=(
         Column("device", "str"),
         Column("side", "int", "", "square matrices of this side"),
-        Column("tflops", "float", "TFLOP/s", "dense bf16 torch matmul, after warm-up"),
+        Column("dtype", "str", doc="bfloat16, or float32 on a CPU without a full-speed bf16 matmul", nullable=True),
+        Column("tflops", "float", "TFLOP/s", "dense torch matmul in that dtype, after warm-up"),
         Column("threads", "int", "", "torch CPU threads (CPU) or host threads (GPU)"),
         Column("torch", "str"),
     ),
@@ -75,8 +76,9 @@ def matmul_params(config: dict) -> int:
     return d.layers * (attention + (3 if d.gated_mlp else 2) * d.hidden * d.intermediate)
 
 
-def measure_peak(python: str, side: int) -> dict:
-    proc = subprocess.run([python, GEMM_SCRIPT, str(side)], capture_output=True, text=True, timeout=600)
+def measure_peak(python: str, side: int, dtype: str | None = None) -> dict:
+    proc = subprocess.run([python, GEMM_SCRIPT, str(side), *([dtype] if dtype else [])], capture_output=True, text=True,
+                          timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"matmul peak failed: {proc.stderr.strip()[-400:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -123,7 +125,7 @@ class PoolingLimits(Experiment):
     def run(self, ctx):
         if not ctx.skipped(PEAK) and not ctx.staging.rows(PEAK):  # first, while no request runs on the device
             peak = measure_peak(ctx.pool.python, 8192 if ctx.profile.name == "gpu" else 2048)
-            ctx.record(PEAK, {k: peak[k] for k in ("device", "side", "tflops", "threads", "torch")})
+            ctx.record(PEAK, {k: peak[k] for k in ("device", "side", "dtype", "tflops", "threads", "torch")})
         peak_rows = (PEAK.read(ctx.staging.published / PEAK.file_name).to_dict("records") if ctx.skipped(PEAK)
                      else ctx.staging.rows(PEAK))
         peak_tflops = peak_rows[0]["tflops"]

@@ -203,20 +203,26 @@ class RunFacts:
         run measured only missing datasets, so the others keep their own provenance. ``server_starts``: every
         server start made for this experiment, in order (servers it shared with an earlier one started there)."""
         hardware, label = self.environment()
+        recorded = current.setdefault("datasets", {})
+        for entry in recorded.values():  # written before datasets kept their own: the environment's record then
+            if current.get("hardware") is not None:
+                entry.setdefault("hardware", current["hardware"])
         current.update({
             "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": self.software,
             "profile": self.profile if self.attached is None else "attach", "label": label,
         })
         servers = current.setdefault("servers", {})
         servers.update(server_records)
-        recorded = current.setdefault("datasets", {})
+        # Each dataset keeps the hardware it was measured on: runs on different machines (a CPU with AVX-512 and one
+        # without) may publish into one environment, whose own "hardware" is the latest run's.
         for name in datasets:
             if name in promoted_now:
                 recorded[name] = {"experiment": experiment, "date": date, "code_revision": revision,
-                                  "servers": sorted(dataset_servers.get(name, planned)), "software": self.software}
+                                  "servers": sorted(dataset_servers.get(name, planned)), "software": self.software,
+                                  "hardware": hardware}
         servers = current["servers"] = servers_in_use(current)
         recorded[STARTUP_DATASET] = {"experiment": "harness", "date": date, "code_revision": revision,
-                                     "servers": sorted(servers)}
+                                     "servers": sorted(servers), "hardware": hardware}
         before = current.setdefault("experiments", {}).get(experiment, {})
         measured = set(promoted_now) - {STARTUP_DATASET}
         current["experiments"][experiment] = {

@@ -184,6 +184,14 @@ def short_revision(revision) -> str:
     return commit[:10] + plus + rest
 
 
+def cpu_words(hardware: dict) -> str:
+    """The CPU a CPU-only dataset ran on, with the vector extensions vLLM's CPU kernels depend on where recorded
+    ("AMD EPYC, avx2"): two such CPUs of one name measure the same model several times apart. Empty on a GPU."""
+    if hardware.get("gpus") or not hardware.get("cpu"):
+        return ""
+    return ", ".join([str(hardware["cpu"]), *map(str, hardware.get("cpu_extensions") or [])])
+
+
 def title_attr_value(text: str) -> str:
     """``text`` for a title="" attribute. Material's content.tooltips turns every title in a page into a tooltip
     whose text it inserts as HTML (an escaped <img onerror> in a title ran on hover in Chromium), so the
@@ -272,6 +280,7 @@ class ClaimRenderer:
                         for s in servers if isinstance(s.get("command"), list)})
         parts = [
             env.label(self.lang),
+            cpu_words(ds.get("hardware") or prov.get("hardware") or {}),
             f"vLLM {sw.get('vllm', '?')}" + (f", torch {sw['torch']}" if sw.get("torch") else ""),
             models,
             "/".join(modes),
