@@ -251,6 +251,27 @@ def test_figures_of_one_quantity_that_disagree_render_unconfirmed_naming_both(fi
     assert r.claims[-1].status == "measured"
 
 
+def test_figures_measured_on_different_machines_are_not_compared(fixture_root):
+    """An environment whose roofline was re-measured on a CPU of the same name without AVX-512: its figure is no
+    second reading of the throughput table's (several times slower there), so neither renders 未确认."""
+    import json
+
+    _with_roofline(fixture_root, 12345.6 * 1.5)
+    prov_path = fixture_root / "fixture-cpu" / "provenance.json"
+    prov = json.loads(prov_path.read_text())
+    prov["datasets"]["pooling_limits.roofline"] = {
+        "experiment": "pooling_limits", "servers": [],
+        "hardware": prov["hardware"] | {"cpu_extensions": ["avx2"]}}
+    prov_path.write_text(json.dumps(prov))
+    from measure.site.scan import make_store
+
+    r = render(make_store(fixture_root))
+    assert "Unconfirmed" not in _throughput_at_4(r) and r.claims[-1].status == "measured"
+    r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4)
+    assert r.claims[-1].status == "measured"
+    assert "fixture CPU, avx2" in r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4, key="again")
+
+
 def test_a_recorded_spread_that_reaches_the_other_figure_counts_as_agreement(fixture_root):
     r = render(_with_roofline(fixture_root, 16000.0, spread=(11000.0, 14500.0)))  # 16,000 ≤ 14,500 × 1.15
     _throughput_at_4(r)

@@ -31,6 +31,7 @@ class Verdict:
     env: str
     group: tuple  # the values of quantity.by
     readings: tuple[Reading, ...]
+    machine: tuple = ()  # what every reading ran on (machine_of): figures from different machines are not compared
 
     @property
     def spread(self) -> float:
@@ -55,6 +56,16 @@ class Verdict:
                             for r in self.readings)
         return (f"{self.quantity.name} in {self.env} [{by}]: {figures} → {self.spread:.0%} apart, "
                 + ("agree" if self.agree else "DISAGREE: their claims render 未确认"))
+
+
+def machine_of(env, dataset: str) -> tuple:
+    """The machine a dataset was measured on, as far as it sets the figures: the GPUs' names, or on a CPU-only run
+    the CPU's name and the vector extensions vLLM's CPU kernels depend on (an EPYC without AVX-512 embedded several
+    times slower than one with it). Datasets published before they kept their own hardware read the environment's."""
+    hw = env.dataset_provenance(dataset).get("hardware") or env.provenance.get("hardware") or {}
+    if hw.get("gpus"):
+        return tuple(str(g.get("name")) for g in hw["gpus"])
+    return (hw.get("cpu"), *(hw.get("cpu_extensions") or ()))
 
 
 def _matches(member: Member, row) -> bool:
@@ -96,10 +107,11 @@ class Consistency:
             for env in self.store.environments:
                 if env.cited:
                     continue
-                groups: dict[tuple, list[Reading]] = {}
+                groups: dict[tuple, list[Reading]] = {}  # (machine, group) -> readings
                 for m in q.members:
                     if not env.has(m.dataset):
                         continue
+                    machine = machine_of(env, m.dataset)
                     frame = self.store.frame(env, m.dataset)
                     own_key = [k for k in self.store.schema(m.dataset).key if k not in q.by]
                     stem = m.column[: -len("_value")] if m.column.endswith("_value") else m.column  # base_value: base_min
@@ -112,15 +124,18 @@ class Consistency:
                         if has_range and not pd.isna(row[f"{stem}_min"]) and not pd.isna(row[f"{stem}_max"]):
                             low, high = float(row[f"{stem}_min"]), float(row[f"{stem}_max"])
                         condition = tuple((k, row[k].item() if hasattr(row[k], "item") else row[k]) for k in own_key)
-                        groups.setdefault(tuple(row[b] for b in q.by), []).append(
+                        groups.setdefault((machine, tuple(row[b] for b in q.by)), []).append(
                             Reading(m.dataset, value, low, high, condition))
-                found += [Verdict(q, env.name, key, tuple(r)) for key, r in groups.items() if len(r) > 1]
+                found += [Verdict(q, env.name, group, tuple(r), machine)
+                          for (machine, group), r in groups.items() if len(r) > 1]
         return found
 
     def for_figure(self, env: str, dataset: str, column: str, row) -> Verdict | None:
         """The verdict on the quantity that this row's figure belongs to, if any quantity declares it."""
+        env_obj = self.store.env(env)
+        machine = machine_of(env_obj, dataset) if env_obj is not None else ()
         for v in self.verdicts:
-            if v.env != env:
+            if v.env != env or v.machine != machine:
                 continue
             for m in v.quantity.members:
                 if (m.dataset == dataset and m.column == column and _matches(m, row)
