@@ -269,7 +269,7 @@ def test_figures_measured_on_different_machines_are_not_compared(fixture_root):
     assert "Unconfirmed" not in _throughput_at_4(r) and r.claims[-1].status == "measured"
     r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4)
     assert r.claims[-1].status == "measured"
-    assert "fixture CPU, avx2" in r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4, key="again")
+    assert "fixture CPU (AVX2, no AVX-512)" in r.value("pooling_limits.roofline", "tokens_per_s", batch_size=4, key="again")
 
 
 def test_a_recorded_spread_that_reaches_the_other_figure_counts_as_agreement(fixture_root):

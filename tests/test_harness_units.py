@@ -368,8 +368,10 @@ def test_each_dataset_keeps_the_hardware_it_was_measured_on():
                                       revision="abc", date="2026-12-05")
     assert current["datasets"]["old.table"]["hardware"] == avx512
     assert current["datasets"]["new.table"]["hardware"] == avx2 and current["hardware"] == avx2
-    assert cpu_words(current["datasets"]["old.table"]["hardware"]) == "AMD EPYC, avx2, avx512f"
-    assert cpu_words(avx2) == "AMD EPYC, avx2"
+    assert cpu_words(current["datasets"]["old.table"]["hardware"]) == "AMD EPYC (with AVX-512)"
+    assert cpu_words(avx2) == "AMD EPYC (AVX2, no AVX-512)" and cpu_words(avx2, "zh") == "AMD EPYC（仅 AVX2，无 AVX-512）"
+    assert cpu_words(avx512 | {"cpu_extensions": ["avx2", "avx512f", "amx_tile"]}) == "AMD EPYC (with AVX-512 and AMX)"
+    assert cpu_words(avx2 | {"cpu_extensions": []}) == "AMD EPYC"  # recorded before the extensions were
     assert cpu_words({"cpu": "AMD EPYC", "gpus": [{"name": "NVIDIA H200"}]}) == ""  # a GPU's label names the GPU
 
 

@@ -184,12 +184,23 @@ def short_revision(revision) -> str:
     return commit[:10] + plus + rest
 
 
-def cpu_words(hardware: dict) -> str:
-    """The CPU a CPU-only dataset ran on, with the vector extensions vLLM's CPU kernels depend on where recorded
-    ("AMD EPYC, avx2"): two such CPUs of one name measure the same model several times apart. Empty on a GPU."""
+def cpu_words(hardware: dict, lang: str = "en") -> str:
+    """The CPU a CPU-only dataset ran on, with what its vector extensions mean for vLLM's CPU kernels where they were
+    recorded ("AMD EPYC (AVX2, no AVX-512)"): two CPUs of one name measured the same model several times apart.
+    Empty on a GPU, whose label names the GPU."""
     if hardware.get("gpus") or not hardware.get("cpu"):
         return ""
-    return ", ".join([str(hardware["cpu"]), *map(str, hardware.get("cpu_extensions") or [])])
+    extensions = set(hardware.get("cpu_extensions") or ())
+    if not extensions:
+        return str(hardware["cpu"])
+    names = (["AVX-512"] if any(x.startswith("avx512") for x in extensions) else []) + \
+        (["AMX"] if any(x.startswith("amx") for x in extensions) else [])
+    if names:
+        what = {"zh": "有 " + "、".join(names), "en": "with " + " and ".join(names)}
+    else:
+        what = {"zh": "仅 AVX2，无 AVX-512", "en": "AVX2, no AVX-512"} if "avx2" in extensions else \
+            {"zh": "无 AVX2", "en": "no AVX2"}
+    return f"{hardware['cpu']}（{what['zh']}）" if lang == "zh" else f"{hardware['cpu']} ({what['en']})"
 
 
 def title_attr_value(text: str) -> str:
@@ -280,7 +291,7 @@ class ClaimRenderer:
                         for s in servers if isinstance(s.get("command"), list)})
         parts = [
             env.label(self.lang),
-            cpu_words(ds.get("hardware") or prov.get("hardware") or {}),
+            cpu_words(ds.get("hardware") or prov.get("hardware") or {}, self.lang),
             f"vLLM {sw.get('vllm', '?')}" + (f", torch {sw['torch']}" if sw.get("torch") else ""),
             models,
             "/".join(modes),
