@@ -198,6 +198,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "status": ("状态码", "status"),
     "target": ("目标", "target"),
     "tflops": ("TFLOPS", "TFLOPS"),
+    "dtype": ("数据类型", "dtype"),
     "threads": ("线程", "threads"),
     "token_ratio": ("token 之比", "token ratio"),
     "tokens_per_input": ("每条输入 token", "tokens per input"),
