@@ -284,7 +284,7 @@ ZH_KEEPS_ENGLISH = frozenset("""
     tokenize models completions version choices assistant usage adapter lora ngram graph compile profiling kernel
     multicast custom placeable hostname parsers secret redirect url file image video prompt encoding format
     rank cpu hidden head dim req data requests streamed flat out paced worker load internal mode speculative
-    decoding fidelity loadgens digits yes etc false parse PCIe GbE
+    decoding fidelity loadgens digits yes etc false parse PCIe GbE oneDNN
 """.split())
 
 
