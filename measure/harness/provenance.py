@@ -204,8 +204,8 @@ class RunFacts:
         server start made for this experiment, in order (servers it shared with an earlier one started there)."""
         hardware, label = self.environment()
         recorded = current.setdefault("datasets", {})
-        for entry in recorded.values():  # written before datasets kept their own: the environment's record then
-            if current.get("hardware") is not None:
+        if current.get("hardware") is not None:  # datasets written before they kept their own: the record then
+            for entry in recorded.values():
                 entry.setdefault("hardware", current["hardware"])
         current.update({
             "source": "measured", "date": date, "code_revision": revision, "hardware": hardware, "software": self.software,
