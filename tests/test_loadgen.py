@@ -179,3 +179,42 @@ def test_several_choices_need_ignore_eos_and_are_timed_per_choice():
     assert Timing(True, 0.0, 2.5, ttft_s=0.5, output_tokens=21).tpot_s == pytest.approx(0.1)  # one choice, as before
     with pytest.raises(ValueError, match="use the load generator"):
         asyncio.run(Client("http://127.0.0.1:1/v1", "m").chat_stream([], n=2))
+
+
+def test_a_dropped_request_says_on_which_connection_and_when():
+    """A server that answers a connection's first request and closes it on reading the second (as uvicorn's
+    keep-alive timer does when it fires late): the error names the reused connection and that no byte came back."""
+    import socket
+    import threading
+
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 45\r\n\r\n"
+              b'{"data": [], "usage": {"prompt_tokens": 1}}  ')
+
+    def serve(listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                for reply in (answer, None):
+                    request = b""
+                    while b"\r\n\r\n" not in request or not request.endswith(b"}"):
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        request += chunk
+                    if reply is None:
+                        break  # closes without a byte of the answer
+                    conn.sendall(reply)
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=serve, args=(listener,), daemon=True).start()
+    try:
+        with LoadGenerator(f"http://127.0.0.1:{listener.getsockname()[1]}", workers=1) as generator:
+            batch = generator.run([HttpRequest.embedding("x", "synthetic")] * 2, concurrency=1)
+    finally:
+        listener.close()
+    assert batch.timings[0].ok and not batch.timings[1].ok
+    assert "on a reused connection, before any byte of the answer" in batch.timings[1].error
+    assert "ServerDisconnectedError" in batch.timings[1].error

@@ -207,8 +207,28 @@ class Shard:
     timeout_s: float
 
 
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:500]
+def _error(exc: BaseException, start: float, connection: dict, received: bool) -> str:
+    """What failed, when, and on which connection: a reused one that the server had just closed (its keep-alive
+    timer) fails before any byte comes back, a request the server dropped mid-answer after some."""
+    where = connection.get("kind", "no connection yet")
+    got = "after part of the answer" if received else "before any byte of the answer"
+    return f"{type(exc).__name__}: {exc} ({(time.monotonic() - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
+
+
+def _connection_trace():
+    """An aiohttp trace that notes in each request's context whether its connection was new or reused."""
+    import aiohttp
+
+    async def reused(session, context, params) -> None:
+        context.trace_request_ctx["kind"] = "a reused connection"
+
+    async def created(session, context, params) -> None:
+        context.trace_request_ctx["kind"] = "a new connection"
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(reused)
+    trace.on_connection_create_end.append(created)
+    return trace
 
 
 async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> Timing:
@@ -219,8 +239,11 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
     lags: list[float] = []
     usage = None
     buffer = b""
+    connection: dict = {}
+    received = False
     try:
-        async with session.post(url, data=request.body, headers=headers) as response:
+        async with session.post(url, data=request.body, headers=headers, trace_request_ctx=connection) as response:
+            received = True
             if response.status != 200:
                 body = await response.read()
                 return Timing(False, start, time.monotonic(), error=f"HTTP {response.status}: {body[:300].decode(errors='replace')}")
@@ -255,7 +278,7 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
                     elif "error" in chunk:
                         return Timing(False, start, now, error=f"stream error: {payload[:300].decode(errors='replace')}")
     except Exception as exc:  # a failed request is data; the caller decides whether it may fail
-        return Timing(False, start, time.monotonic(), error=_error(exc))
+        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received))
     if last is None:
         return Timing(False, start, time.monotonic(), error="the stream ended without a message carrying choices")
     if len(spans) != request.choices:
@@ -267,8 +290,11 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
 
 async def _whole(session, url: str, request: HttpRequest, headers: dict) -> Timing:
     start = time.monotonic()
+    connection: dict = {}
+    received = False
     try:
-        async with session.post(url, data=request.body, headers=headers) as response:
+        async with session.post(url, data=request.body, headers=headers, trace_request_ctx=connection) as response:
+            received = True
             first = time.monotonic()  # the bench's latency for pooling requests ends here, at the headers
             body = await response.read()
             end = time.monotonic()
@@ -276,7 +302,7 @@ async def _whole(session, url: str, request: HttpRequest, headers: dict) -> Timi
                 return Timing(False, start, end, error=f"HTTP {response.status}: {body[:300].decode(errors='replace')}")
         usage = orjson.loads(body).get("usage") or {}
     except Exception as exc:
-        return Timing(False, start, time.monotonic(), error=_error(exc))
+        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received))
     return Timing(True, start, end, ttft_s=first - start, prompt_tokens=usage.get("prompt_tokens"),
                   output_tokens=usage.get("completion_tokens"))
 
@@ -308,7 +334,7 @@ async def _run_shard(shard: Shard) -> list[Timing]:
     headers = {"Content-Type": "application/json", **shard.headers}
     base = shard.base_url.rstrip("/")
     done: list[Timing] = []
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, trace_configs=[_connection_trace()]) as session:
 
         async def slot() -> None:
             while (index := _take()) < len(shard.requests):
