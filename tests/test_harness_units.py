@@ -516,6 +516,13 @@ args = sys.argv
 if "--fail" in args:
     print("ERROR ValueError: no memory left for the KV cache", flush=True)
     sys.exit(1)
+if "--oom-once" in args:  # out of device memory the first time (beside others), then it fits
+    import pathlib
+    marker = pathlib.Path(args[args.index("--oom-once") + 1])
+    if not marker.exists():
+        marker.touch()
+        print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 586.00 MiB.", flush=True)
+        sys.exit(1)
 print("INFO 12-01 10:00:00 [kv_cache_utils.py:1] GPU KV cache size: 1,000 tokens", flush=True)
 print("INFO 12-01 10:00:00 [kv_cache_utils.py:2] Maximum concurrency for 100 tokens per request: 10.00x", flush=True)
 class H(http.server.BaseHTTPRequestHandler):
@@ -573,6 +580,38 @@ def test_servers_that_may_share_the_device_start_together_and_the_rest_alone(tmp
     finally:
         pool.stop()
     assert not list((tmp_path / "state" / "pids").glob("*.json"))
+
+
+def test_a_server_that_ran_out_of_memory_beside_others_starts_again_alone(tmp_path, monkeypatch):
+    """On an 80 GB H100 servers started together ran out of device memory and the experiment failed: such a server
+    is started once more, alone, when the run asks for it; one that failed for another reason is not."""
+    from dataclasses import replace
+
+    from measure.experiment import ServerSpec
+    from measure.harness import server as srv
+    from measure.harness.context import ServerPool
+    from measure.harness.profiles import CPU
+    from measure.harness.staging import Staging
+
+    monkeypatch.setattr(srv, "STATE_DIR", tmp_path / "state")
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_VLLM)
+    fake.chmod(0o755)
+    profile = replace(CPU, colocate=3, colocate_args=("--shared-device",), startup_timeout_s=60)
+    first = ServerSpec("chat", ("--a",), label="a")
+    crowded = ServerSpec("chat", ("--oom-once", str(tmp_path / "marker")), label="crowded")
+    broken = ServerSpec("chat", ("--fail",), label="broken")
+    pool = ServerPool(profile, REPO / ".cache" / "models", tmp_path / "logs", python=str(fake),
+                      upcoming=[first, crowded, broken])
+    try:
+        pool.get(first, staging := Staging(tmp_path / "data", "x"))
+        sid, _ = pool.get(crowded, staging)
+        assert set(pool.live) == {sid} and pool.records[sid]["started_together"] == 1
+        assert [s["started_together"] for s in pool.starts if s["server"] == sid] == [3, 1]
+        with pytest.raises(srv.ServerFailed):
+            pool.get(broken, staging)
+    finally:
+        pool.stop()
 
 
 def test_start_up_phases_from_a_default_mode_log():
@@ -925,6 +964,12 @@ def test_adopt_copies_only_the_named_experiments_with_their_provenance_and_start
     cpu = Path(__file__).parent.parent / "data" / "cpu-2c-x86-64"
     with pytest.raises(AdoptError, match="other hardware"):
         adopt(cpu, local, ["lora"])
+    # a machine's first lease starts its environment folder, with the returned one's machine and nothing else
+    first = tmp_path / "data" / "gpu-1x-new"
+    assert "lora.slots" in adopt(returned, first, ["lora"])
+    started = json.loads((first / "provenance.json").read_text())
+    assert started["hardware"] == prov["hardware"] and list(started["experiments"]) == ["lora"]
+    assert not (first / "pooling.rerank_latency.csv").exists()
 
 
 def test_a_server_that_died_during_an_experiment_is_named_with_its_exit_code(tmp_path):
@@ -1040,6 +1085,29 @@ def test_a_new_untracked_experiment_makes_the_revision_dirty_and_an_ignored_file
     assert code_revision(tmp_path) == head
     (tmp_path / "measure" / "experiments" / "sampling.py").write_text("# new, not yet added")
     assert code_revision(tmp_path) == head + "+dirty"
+
+
+def test_servers_with_a_fixed_kv_cache_start_together_only_while_they_fit_this_gpus_memory():
+    """On an 80 GB H100 five servers with 16 GiB caches each (0.1 by their flag) once started together and three ran
+    out of memory: a share counts the fixed cache, the weights and a server's overhead on this device's memory."""
+    from dataclasses import replace
+
+    from measure.experiment import experiments
+    from measure.harness import profiles
+    from measure.harness.context import COLOCATE_MEMORY_BUDGET, SERVER_OVERHEAD_GIB, device_share
+    from measure.harness.runner import start_events
+
+    chat = experiments()["api_servers"]().servers(profiles.GPU)[0]
+    assert chat.model_role == "chat"
+    for device_gib in (79.2, 140.4):  # H100 80GB, H200
+        gpu = replace(profiles.GPU, sizes=profiles.GPU.sizes | {"gpu_memory_gib": device_gib})
+        # what one such server held on the H100 (the OOM message's 19.16 GiB) fits in what the share reserves
+        assert device_share(chat, gpu) * device_gib >= 19.16
+        groups = start_events(experiments()["api_servers"]().servers(gpu), gpu)
+        assert all(sum(device_share(s, gpu) for s in g) <= COLOCATE_MEMORY_BUDGET + 1e-9 for g in groups)
+        assert max(len(g) for g in groups) == (3 if device_gib < 100 else 4)
+    # without this GPU's size (planning on a machine that never recorded one), the flag's share stands
+    assert device_share(chat, profiles.GPU) == 0.1 and SERVER_OVERHEAD_GIB > 0
 
 
 def test_servers_that_share_the_gpu_start_together_only_while_their_memory_shares_fit():

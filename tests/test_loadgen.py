@@ -181,14 +181,11 @@ def test_several_choices_need_ignore_eos_and_are_timed_per_choice():
         asyncio.run(Client("http://127.0.0.1:1/v1", "m").chat_stream([], n=2))
 
 
-def test_a_dropped_request_says_on_which_connection_and_when():
-    """A server that answers a connection's first request and closes it on reading the second (as uvicorn's
-    keep-alive timer does when it fires late): the error names the reused connection and that no byte came back."""
+def _dropping_server(replies: tuple):
+    """A raw HTTP/1.1 server: on each connection, ``replies[i]`` answers its i-th request (None: it closes the
+    connection without a byte instead, having read the request)."""
     import socket
     import threading
-
-    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 45\r\n\r\n"
-              b'{"data": [], "usage": {"prompt_tokens": 1}}  ')
 
     def serve(listener: socket.socket) -> None:
         while True:
@@ -197,7 +194,7 @@ def test_a_dropped_request_says_on_which_connection_and_when():
             except OSError:
                 return
             with conn:
-                for reply in (answer, None):
+                for reply in replies:
                     request = b""
                     while b"\r\n\r\n" not in request or not request.endswith(b"}"):
                         chunk = conn.recv(65536)
@@ -205,16 +202,43 @@ def test_a_dropped_request_says_on_which_connection_and_when():
                             break
                         request += chunk
                     if reply is None:
-                        break  # closes without a byte of the answer
+                        break
                     conn.sendall(reply)
 
     listener = socket.create_server(("127.0.0.1", 0))
     threading.Thread(target=serve, args=(listener,), daemon=True).start()
+    return listener
+
+
+EMBEDDING_ANSWER = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 45\r\n\r\n"
+                    b'{"data": [], "usage": {"prompt_tokens": 1}}  ')
+
+
+def test_a_request_the_server_closed_its_kept_alive_connection_on_is_sent_again():
+    """A server that answers a connection's first request and closes it on reading the second (as uvicorn's
+    keep-alive timer does when its event loop stalled): the second request goes again on a new connection, its
+    latency counting the lost attempt."""
+    listener = _dropping_server((EMBEDDING_ANSWER, None))
     try:
         with LoadGenerator(f"http://127.0.0.1:{listener.getsockname()[1]}", workers=1) as generator:
             batch = generator.run([HttpRequest.embedding("x", "synthetic")] * 2, concurrency=1)
     finally:
         listener.close()
-    assert batch.timings[0].ok and not batch.timings[1].ok
-    assert "on a reused connection, before any byte of the answer" in batch.timings[1].error
-    assert "ServerDisconnectedError" in batch.timings[1].error
+    first, second = batch.timings
+    assert first.ok and not first.retried and second.ok and second.retried
+    assert second.ttft_s <= second.e2e_s and second.start >= first.end
+
+
+def test_a_dropped_request_says_on_which_connection_and_when():
+    """A request the server dropped on a new connection is not sent again (the server read it, and may have acted
+    on it): the error names the connection and that no byte came back."""
+    listener = _dropping_server((None,))
+    try:
+        with LoadGenerator(f"http://127.0.0.1:{listener.getsockname()[1]}", workers=1) as generator:
+            batch = generator.run([HttpRequest.embedding("x", "synthetic")], concurrency=1)
+    finally:
+        listener.close()
+    (dropped,) = batch.timings
+    assert not dropped.ok and not dropped.retried
+    assert "ms after the POST, on a new connection, before any byte of the answer" in dropped.error
+    assert dropped.error.startswith("ServerDisconnectedError")

@@ -16,6 +16,9 @@ from measure.harness.provenance import STARTUP_DATASET, servers_in_use
 from measure.harness.staging import _csv_text, atomic_write, one_row_per_key_text
 from measure.store import PROVENANCE_FILE
 
+# What a new environment folder takes from the first one returned (the rest comes with each adopted experiment)
+ENVIRONMENT_FACTS = ("hardware", "label", "profile", "source")
+
 
 class AdoptError(RuntimeError):
     pass
@@ -33,7 +36,11 @@ def _read(folder: Path) -> dict:
 
 def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
     """Copy ``experiments`` from the environment folder ``source`` into ``target``; returns the datasets copied."""
-    src, dst = _read(source), _read(target)
+    src = _read(source)
+    # A machine's first lease: the environment starts here with what the returned one says of its machine.
+    dst = _read(target) if (target / PROVENANCE_FILE).is_file() else {
+        key: src[key] for key in ENVIRONMENT_FACTS if key in src} | {
+        "datasets": {name: entry for name, entry in src.get("datasets", {}).items() if name == STARTUP_DATASET}}
     if src.get("hardware", {}).get("gpus") != dst.get("hardware", {}).get("gpus"):
         raise AdoptError(f"{source} was measured on other hardware than {target}: adopt only into the same environment")
     missing = [e for e in experiments if e not in src.get("experiments", {})]
@@ -45,6 +52,7 @@ def adopt(source: Path, target: Path, experiments: list[str]) -> list[str]:
         raise AdoptError(f"{source}: {', '.join(absent)} listed in its {PROVENANCE_FILE} but missing")
     texts = {dataset: _published_text(source, dataset, src["datasets"][dataset].get("date") or src.get("date", ""))
              for e in experiments for dataset in src["experiments"][e]["datasets"]}  # every file checked first
+    target.mkdir(parents=True, exist_ok=True)
     copied, servers = [], set()
     for name in experiments:
         entry = src["experiments"][name]

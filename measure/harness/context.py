@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from measure.harness.loadgen import LoadGenerator
 from measure.harness.profiles import Profile, server_env
 from measure.harness.staging import Staging
 from measure.harness.versions import python_for
-from measure.models import ModelRef, resolve
+from measure.models import ModelRef, resident_weight_bytes, resolve
 from measure.schema import DatasetSchema
 
 console = Console(stderr=True)
@@ -40,11 +41,27 @@ def shared_env(spec: ServerSpec, profile: Profile) -> dict[str, str]:
     return server_env(profile) | shared | dict(spec.env)
 
 
-def device_share(spec: ServerSpec, profile: Profile) -> float:
-    """The share of the device a sharing server asks for (its --gpu-memory-utilization)."""
-    args = list(shared_memory_args(spec, profile))
-    return float(args[args.index("--gpu-memory-utilization") + 1]) if "--gpu-memory-utilization" in args else 0.0
+# Besides its KV cache and weights a vLLM process holds its CUDA context, CUDA graphs and activation workspace:
+# a Qwen3-0.6B server with a 16 GiB cache held 19.16 GiB on an H100 (1.1 GiB of weights): 2.1 GiB beyond both.
+SERVER_OVERHEAD_GIB = 2.5
 
+
+def device_share(spec: ServerSpec, profile: Profile) -> float:
+    """The share of the device a sharing server takes: its --gpu-memory-utilization, or more where a fixed KV cache
+    (--kv-cache-memory-bytes), its weights and a server's overhead fill more of this device. (With only the flag's
+    0.1, five servers of 16 GiB caches each were started together on an 80 GB H100, and three ran out of memory.)"""
+    args = list(shared_memory_args(spec, profile))
+    share = float(args[args.index("--gpu-memory-utilization") + 1]) if "--gpu-memory-utilization" in args else 0.0
+    device_gib = profile.sizes.get("gpu_memory_gib")
+    if device_gib and "--kv-cache-memory-bytes" in args:
+        kv_gib = int(args[args.index("--kv-cache-memory-bytes") + 1]) / 2**30
+        weights_gib = (resident_weight_bytes(profile.models.get(spec.model_role, "")) or 0) / 2**30
+        share = max(share, (kv_gib + weights_gib + SERVER_OVERHEAD_GIB) / device_gib)
+    return share
+
+
+# How a server that did not fit beside others says so (torch's CUDA allocator; vLLM's own KV-cache check)
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|No available memory for the cache blocks")
 
 # Servers started together ask for at most this share of the device, as one server's default does.
 COLOCATE_MEMORY_BUDGET = 0.9
@@ -113,6 +130,7 @@ class ServerPool:
     upcoming: list[ServerSpec] = field(default_factory=list)  # the run's servers, in the order first needed
     live: dict[str, srv.Server] = field(default_factory=dict)  # server id -> ready server
     failed: dict[str, BaseException] = field(default_factory=dict)  # started together with others, did not come up
+    crowded_out: set[str] = field(default_factory=set)  # of those, the ones that ran out of device memory
     records: dict[str, dict] = field(default_factory=dict)  # server id -> provenance record
     # Every start of this run, in order, with the experiment it was started for: a server restarted for a later
     # experiment (warm caches) keeps its first, cold start here, where servers.startup keeps only its latest.
@@ -138,6 +156,12 @@ class ServerPool:
         if sid not in self.live and sid not in self.failed:
             self.stop()
             self.start_together(self.group_for(spec), staging)
+        if sid in self.crowded_out:  # it ran out of device memory beside others: once more, with the device its own
+            self.crowded_out.discard(sid)
+            del self.failed[sid]
+            console.print(f"[yellow]{sid} ran out of device memory beside other servers: starting it again, alone[/]")
+            self.stop()
+            self.start_together([spec], staging)
         if sid in self.failed:
             raise self.failed.pop(sid)
         return sid, self.live[sid]
@@ -165,6 +189,8 @@ class ServerPool:
                                until_logged=srv.KV_CACHE_SIZED if spec.facts_only else None)
             except srv.ServerFailed as exc:
                 self.failed[sid] = exc
+                if len(group) > 1 and OUT_OF_MEMORY.search(exc.log or exc.reason):
+                    self.crowded_out.add(sid)
                 console.print(f"  [yellow]{sid} did not start[/]: {exc.reason[:200]}")
                 self._record(sid, model, env, server, staging, together=len(group), failed=exc.reason,
                              python=server.command[0])

@@ -21,7 +21,9 @@ Definitions (those of ``vllm bench serve``, ``vllm/benchmarks/lib/endpoint_reque
 * ``n`` > 1 (several choices per request; the bench sends 1): ``usage.completion_tokens`` counts every choice, so
   a choice's tokens are known only when each runs to ``max_tokens`` (``ignore_eos``, required); TPOT is then each
   choice's (last − first message) / (its tokens − 1), averaged over the choices; throughput counts all tokens;
-* throughput: tokens over the batch's duration, from the common start to the last completion.
+* throughput: tokens over the batch's duration, from the common start to the last completion;
+* a request the server never read (it closed the kept-alive connection as the request went out) is sent once more,
+  its clock still running from the first POST; the bench would count it failed (see ``_sent``).
 
 Every worker reports its own CPU seconds over the batch: the busiest worker's share of a core is the
 saturation signal (see ``SATURATED``).
@@ -33,6 +35,7 @@ import asyncio
 import multiprocessing
 import os
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -90,6 +93,9 @@ class Timing:
     lag_s: list[float] = field(default_factory=list)  # synthetic server only: arrival − the server's send stamp
     # (first, last) message of each choice (several where the request's n > 1); empty: one choice, ttft_s to end
     choice_spans: list[tuple[float, float]] = field(default_factory=list)
+    # the server closed a kept-alive connection as this request went out on it (see _sent); retried: it was sent again
+    stale_connection: bool = False
+    retried: bool = False
 
     @property
     def e2e_s(self) -> float:
@@ -215,6 +221,16 @@ def _error(exc: BaseException, start: float, connection: dict, received: bool) -
     return f"{type(exc).__name__}: {exc} ({(time.monotonic() - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
 
 
+def _stale(exc: BaseException, connection: dict, received: bool) -> bool:
+    """The keep-alive race: the server closed an idle connection (uvicorn's timer) just as the request went out on
+    it, so the server never read it. Seen only where the server's event loop stalled for seconds (two vLLMs on two
+    cores): its timer then runs before it reads the waiting request."""
+    import aiohttp
+
+    return isinstance(exc, aiohttp.ServerDisconnectedError) and not received \
+        and connection.get("kind") == "a reused connection"
+
+
 def _connection_trace():
     """An aiohttp trace that notes in each request's context whether its connection was new or reused."""
     import aiohttp
@@ -278,7 +294,8 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
                     elif "error" in chunk:
                         return Timing(False, start, now, error=f"stream error: {payload[:300].decode(errors='replace')}")
     except Exception as exc:  # a failed request is data; the caller decides whether it may fail
-        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received))
+        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received),
+                      stale_connection=_stale(exc, connection, received))
     if last is None:
         return Timing(False, start, time.monotonic(), error="the stream ended without a message carrying choices")
     if len(spans) != request.choices:
@@ -302,9 +319,26 @@ async def _whole(session, url: str, request: HttpRequest, headers: dict) -> Timi
                 return Timing(False, start, end, error=f"HTTP {response.status}: {body[:300].decode(errors='replace')}")
         usage = orjson.loads(body).get("usage") or {}
     except Exception as exc:
-        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received))
+        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received),
+                      stale_connection=_stale(exc, connection, received))
     return Timing(True, start, end, ttft_s=first - start, prompt_tokens=usage.get("prompt_tokens"),
                   output_tokens=usage.get("completion_tokens"))
+
+
+async def _sent(session, url: str, request: HttpRequest, headers: dict) -> Timing:
+    """One request, sent once more where the server closed its kept-alive connection before reading it (the server
+    never saw it; browsers and HTTP libraries retry such requests too). The retry keeps the first attempt's start:
+    the time lost is part of what the client waited."""
+    send = _streamed if request.stream else _whole
+    timing = await send(session, url, request, headers)
+    if not timing.stale_connection:
+        return timing
+    again = await send(session, url, request, headers)
+    lost = again.start - timing.start
+    again.start, again.retried = timing.start, True
+    if again.ttft_s is not None:
+        again.ttft_s += lost
+    return again
 
 
 # The index of the next request of the batch, shared by every worker process (given to each at its start):
@@ -339,8 +373,7 @@ async def _run_shard(shard: Shard) -> list[Timing]:
         async def slot() -> None:
             while (index := _take()) < len(shard.requests):
                 request = shard.requests[index]
-                send = _streamed if request.stream else _whole
-                done.append(await send(session, base + request.path, request, headers))
+                done.append(await _sent(session, base + request.path, request, headers))
 
         await asyncio.sleep(max(0.0, shard.start_at - time.monotonic()))
         await asyncio.gather(*(slot() for _ in range(shard.concurrency)))
@@ -431,6 +464,10 @@ class LoadGenerator:
         reports = list(pool.map(run_shard, shards))
         timings = [t for r in reports for t in r.timings]
         wall = max(t.end for t in timings) - start_at
+        retried = sum(t.retried for t in timings)
+        if retried:  # rare and harmless to the figures, but not silent
+            print(f"load generator: {retried} of {len(timings)} requests sent again: the server closed their kept-alive "
+                  "connection before reading them (its event loop had stalled)", file=sys.stderr)
         return Batch(timings, wall, reports, concurrency, start_at)
 
     def close(self) -> None:

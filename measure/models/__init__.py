@@ -162,6 +162,21 @@ def resolve(spec: str, cache_dir: Path) -> ModelRef:
     return ModelRef(name, spec, "real", name)
 
 
+def resident_weight_bytes(spec: str) -> int | None:
+    """What a profile's model spec keeps on the device as weights (bf16), from its vendored config without building
+    its folder: the decode weights and, where the output projection is not tied to it, the input embedding. None
+    for a model this project has no config of (real weights from a path or a hub id)."""
+    kind, _, architecture = spec.partition(":")
+    config_file = CONFIGS / architecture / "config.json"
+    if kind not in ("dummy", "tiny") or not config_file.is_file():
+        return None
+    config = json.loads(config_file.read_text())
+    config = _scale_down(config) if kind == "tiny" else config
+    text = config.get("text_config", config)
+    tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
+    return decode_weight_bytes(config) + (0 if tied else text["vocab_size"] * text["hidden_size"] * 2)
+
+
 def decode_weight_bytes(config: dict, bytes_per_weight: int = 2) -> int:
     """Weight bytes one decode step reads at the least: every layer's attention and MLP matrices and the output
     projection (vocabulary × hidden; the same matrix as the input embedding where the two are tied), in bf16. The
