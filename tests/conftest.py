@@ -90,11 +90,13 @@ def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, ch
 
 
 # `nox -s tests` hands whole files to two pytest workers (--dist loadfile) in collection order: the slowest files
-# first, so that neither worker is left with a long one at the end. Seconds from CI's --durations, roughly.
-SLOW_FILES = {"test_vllm_vision.py": 790, "test_vllm_pooling_limits.py": 400, "test_vllm_fidelity.py": 200, "test_vllm_capacity.py": 560,
-              "test_vllm_parallel.py": 450, "test_vllm_e2e.py": 360, "test_vllm_lora.py": 420,
-              "test_vllm_prefill.py": 160, "test_vllm_process.py": 130, "test_scaffold.py": 100,
-              "test_vllm_attach.py": 90, "test_vllm_video.py": 120, "test_vllm_api_servers.py": 320, "test_vllm_security_versions.py": 70, "test_browser.py": 60}
+# first, so that neither worker is left with a long one at the end. Seconds from CI's --durations (a clean clone on
+# an AVX2-only 2-core host, 2026-12-05).
+SLOW_FILES = {"test_vllm_vision.py": 1063, "test_vllm_e2e.py": 486, "test_vllm_parallel.py": 485,
+              "test_vllm_pooling_limits.py": 467, "test_vllm_lora.py": 454, "test_vllm_capacity.py": 448,
+              "test_vllm_fidelity.py": 341, "test_vllm_api_servers.py": 240, "test_vllm_prefill.py": 181,
+              "test_vllm_process.py": 131, "test_vllm_video.py": 129, "test_vllm_attach.py": 118, "test_browser.py": 86,
+              "test_scaffold.py": 77, "test_vllm_security_versions.py": 63}
 
 
 def pytest_collection_modifyitems(config, items):
