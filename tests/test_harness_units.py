@@ -1225,3 +1225,21 @@ def test_a_pair_counts_for_a_metric_only_where_both_tools_measured_it():
     assert by_metric["output throughput"]["rounds"] == 3 and by_metric["TTFT median"]["rounds"] == 3
     assert "ITL median" not in by_metric  # one pair with both: no interval
     assert by_metric["output throughput"]["harness"] == 105 and by_metric["output throughput"]["limited_by"] == "none"
+
+
+def test_a_dry_run_for_another_machine_groups_servers_by_that_machines_gpu_memory(tmp_path):
+    """Planned here (no GPU) for the committed H100 and H200 environments, api_servers' nine servers start in as
+    many groups as fit each card's memory (the plan once used no card size and promised the H200's two groups)."""
+    import shutil
+
+    from measure.harness import profiles, runner
+
+    committed = Path(__file__).parent.parent / "data"
+    groups = {}
+    for env in ("gpu-1x-nvidia-h100-80gb-hbm3", "gpu-1x-nvidia-h200"):
+        shutil.copy(committed / env / "provenance.json", (tmp_path / env).mkdir() or tmp_path / env / "provenance.json")
+        the_plan = runner.plan(runner.RunOptions(["api_servers"], profiles.pick("gpu"), data_root=tmp_path, env_name=env,
+                                                 dry_run=True))
+        groups[env] = len(runner.start_events(runner.upcoming_servers(the_plan.experiments, the_plan.profile),
+                                              the_plan.profile))
+    assert groups == {"gpu-1x-nvidia-h100-80gb-hbm3": 4, "gpu-1x-nvidia-h200": 3}

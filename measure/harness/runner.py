@@ -244,6 +244,9 @@ class RunPlan:
     experiments: list[Experiment]  # in the order they run (servers shared where they can be)
     fingerprints: dict[str, str]
     reasons: dict[str, str]  # experiment -> "will run: …" | "skip: …"
+    # the profile planned with: a dry run for another machine's environment takes its GPU memory (how many servers
+    # share the card depends on it)
+    profile: Profile
 
 
 def plan(opts: RunOptions) -> RunPlan:
@@ -284,14 +287,14 @@ def plan(opts: RunOptions) -> RunPlan:
         why = None if (opts.force or opts.base_url or opts.only_missing) else up_to_date(exp, prints[exp.name], published)
         reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
             "will run: --force" if opts.force else "will run: new or changed inputs")
-    return RunPlan(data_root, env_name, published, hw, sw, instances, prints, reasons)
+    return RunPlan(data_root, env_name, published, hw, sw, instances, prints, reasons, opts.profile)
 
 
 def run(opts: RunOptions) -> list[str]:
     """Plan, then (unless --dry-run) measure what is not up to date under the data root's run lock."""
     the_plan = plan(opts)
     if opts.dry_run:
-        print_plan(the_plan.experiments, opts.profile, the_plan.env_name, the_plan.reasons, the_plan.published)
+        print_plan(the_plan.experiments, the_plan.profile, the_plan.env_name, the_plan.reasons, the_plan.published)
         warn_unresumable(Staging(the_plan.data_root, the_plan.env_name), the_plan.experiments, the_plan.fingerprints)
         return []
     for exp in list(the_plan.experiments):
