@@ -213,12 +213,14 @@ class Shard:
     timeout_s: float
 
 
-def _error(exc: BaseException, start: float, connection: dict, received: bool) -> str:
-    """What failed, when, and on which connection: a reused one that the server had just closed (its keep-alive
-    timer) fails before any byte comes back, a request the server dropped mid-answer after some."""
+def _failed(exc: BaseException, start: float, connection: dict, received: bool) -> Timing:
+    """A request that raised: what failed, when, and on which connection (a reused one that the server had just
+    closed, its keep-alive timer, fails before any byte comes back; a request dropped mid-answer after some)."""
+    end = time.monotonic()
     where = connection.get("kind", "no connection yet")
     got = "after part of the answer" if received else "before any byte of the answer"
-    return f"{type(exc).__name__}: {exc} ({(time.monotonic() - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
+    error = f"{type(exc).__name__}: {exc} ({(end - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
+    return Timing(False, start, end, error=error, stale_connection=_stale(exc, connection, received))
 
 
 def _stale(exc: BaseException, connection: dict, received: bool) -> bool:
@@ -294,8 +296,7 @@ async def _streamed(session, url: str, request: HttpRequest, headers: dict) -> T
                     elif "error" in chunk:
                         return Timing(False, start, now, error=f"stream error: {payload[:300].decode(errors='replace')}")
     except Exception as exc:  # a failed request is data; the caller decides whether it may fail
-        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received),
-                      stale_connection=_stale(exc, connection, received))
+        return _failed(exc, start, connection, received)
     if last is None:
         return Timing(False, start, time.monotonic(), error="the stream ended without a message carrying choices")
     if len(spans) != request.choices:
@@ -319,8 +320,7 @@ async def _whole(session, url: str, request: HttpRequest, headers: dict) -> Timi
                 return Timing(False, start, end, error=f"HTTP {response.status}: {body[:300].decode(errors='replace')}")
         usage = orjson.loads(body).get("usage") or {}
     except Exception as exc:
-        return Timing(False, start, time.monotonic(), error=_error(exc, start, connection, received),
-                      stale_connection=_stale(exc, connection, received))
+        return _failed(exc, start, connection, received)
     return Timing(True, start, end, ttft_s=first - start, prompt_tokens=usage.get("prompt_tokens"),
                   output_tokens=usage.get("completion_tokens"))
 

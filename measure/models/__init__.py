@@ -14,6 +14,7 @@ records ``weights: real``.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import json
 import shutil
@@ -162,6 +163,7 @@ def resolve(spec: str, cache_dir: Path) -> ModelRef:
     return ModelRef(name, spec, "real", name)
 
 
+@functools.cache  # asked once per server and group while a run plans which servers share the device
 def resident_weight_bytes(spec: str) -> int | None:
     """What a profile's model spec keeps on the device as weights (bf16), from its vendored config without building
     its folder: the decode weights and, where the output projection is not tied to it, the input embedding. None
@@ -174,7 +176,7 @@ def resident_weight_bytes(spec: str) -> int | None:
     config = _scale_down(config) if kind == "tiny" else config
     text = config.get("text_config", config)
     tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))
-    return decode_weight_bytes(config) + (0 if tied else text["vocab_size"] * text["hidden_size"] * 2)
+    return decode_weight_bytes(config) + (0 if tied else text["vocab_size"] * TextDims.of(config).hidden * 2)
 
 
 def decode_weight_bytes(config: dict, bytes_per_weight: int = 2) -> int:
