@@ -37,10 +37,20 @@ def smaller(sizes: dict) -> dict[str, str]:
     return {"MEASURE_SIZES": json.dumps(sizes)}
 
 
-def run_measure(tmp_path: Path, env_name: str, *args: str, timeout: float = 1500, sizes: dict | None = None) -> str:
+# vLLM's CPU backend runs its model in a Worker process that the engine core spawns, and each process spends ~10 s
+# importing vLLM; with this setting the model runs in the engine core instead (one process fewer, as on a GPU with
+# one rank), and a start takes ~27 s instead of ~38 s. Tests whose servers' processes are the finding, or that run
+# several ranks, keep vLLM's own layout (worker_in_engine=False). The servers' provenance records the setting.
+WORKER_IN_ENGINE = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
+def run_measure(tmp_path: Path, env_name: str, *args: str, timeout: float = 1500, sizes: dict | None = None,
+                worker_in_engine: bool = True) -> str:
     """``python -m measure run ARGS --profile cpu`` into ``tmp_path/data/ENV_NAME``; fails the test on a non-zero
-    exit (with the output's tail); returns the output. ``sizes``: workload sizes that replace the profile's."""
-    env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"} | (smaller(sizes) if sizes else {})
+    exit (with the output's tail); returns the output. ``sizes``: workload sizes that replace the profile's;
+    ``worker_in_engine``: see WORKER_IN_ENGINE."""
+    env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "200"} | (smaller(sizes) if sizes else {}) \
+        | (WORKER_IN_ENGINE if worker_in_engine else {})
     run = subprocess.run(
         [sys.executable, "-m", "measure", "--data-root", str(tmp_path / "data"), "run", *args, "--profile", "cpu",
          "--env", env_name], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,

@@ -153,6 +153,27 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     assert up_to_date(exp, "other", published) is None
 
 
+def test_vllm_settings_inherited_from_the_environment_are_recorded_and_fingerprinted(monkeypatch):
+    from measure.experiments.pooling import Pooling
+    from measure.harness.profiles import CPU
+    from measure.harness.runner import fingerprint
+    from measure.harness.server import inherited_vllm_env
+
+    for name in [n for n in os.environ if n.startswith("VLLM_")]:
+        monkeypatch.delenv(name)
+    exp, sw = Pooling(), {"vllm": "0.32.0", "torch": "2.13.0+cpu"}
+    plain = fingerprint(exp, CPU, sw)
+    # a setting the profile gives every server itself is not what the server inherits
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "7")
+    assert fingerprint(exp, CPU, sw) == plain
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    assert fingerprint(exp, CPU, sw) != plain, "a vLLM setting from the shell changes what the servers measure"
+    monkeypatch.setenv("VLLM_API_KEY", "sk-do-not-publish")
+    monkeypatch.setenv("NOT_VLLM", "1")
+    recorded = inherited_vllm_env(CPU.env)
+    assert recorded == {"VLLM_API_KEY": "(set; value not recorded)", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
 def test_parallel_layouts_and_cpu_binding():
     from measure.experiments.parallelism import Layout, cpu_bind
 

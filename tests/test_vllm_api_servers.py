@@ -23,7 +23,7 @@ SIZES = {"api_servers": {"roles": ["chat"], "counts": [1, 2], "concurrency": [4]
 def measured(tmp_path_factory):
     require(python_imports("import vllm, aiohttp, scipy"), "vLLM (with vllm bench serve) and scipy", VLLM_HOW)
     root = tmp_path_factory.mktemp("api")
-    run_measure(root, "api-cpu", "api_servers", "fidelity_interval", sizes=SIZES)
+    run_measure(root, "api-cpu", "api_servers", "fidelity_interval", sizes=SIZES, worker_in_engine=False)
     from measure.site.scan import make_store
 
     return root, make_store(root / "data")

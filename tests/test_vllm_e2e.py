@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, VLLM_HOW, build_site, python_imports, require, smaller
+from conftest import REPO, VLLM_HOW, WORKER_IN_ENGINE, build_site, python_imports, require, smaller
 
 from measure.harness.server import group_members
 
@@ -33,7 +33,7 @@ def workdir(tmp_path_factory):
 
 def measure(workdir: Path, *args: str, **popen) -> subprocess.Popen:
     env = os.environ | {"MEASURE_STATE_DIR": str(workdir / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
-        | smaller({"repeats": 2})
+        | smaller({"repeats": 2}) | WORKER_IN_ENGINE
     return subprocess.Popen(
         [sys.executable, "-m", "measure", "--data-root", str(workdir / "data"), "run", "pooling", "--profile", "cpu",
          "--env", ENV, *args],

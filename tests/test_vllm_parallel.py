@@ -17,7 +17,7 @@ def test_parallel_layouts_on_cpu(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("two CPU ranks need two cores")
     load = Parallelism.load(CPU) | {"rounds": 2}
-    run_measure(tmp_path, "par-cpu", "parallelism", sizes={"parallel_load": load})
+    run_measure(tmp_path, "par-cpu", "parallelism", sizes={"parallel_load": load}, worker_in_engine=False)
     from measure.site.scan import make_store
 
     store = make_store(tmp_path / "data")

@@ -25,7 +25,7 @@ def test_one_release_is_probed_and_the_others_say_why_not(tmp_path, monkeypatch)
     monkeypatch.setenv("MEASURE_VLLM_VENVS", str(venvs))
     # The media probes of this release are the security experiment's (tests/test_vllm_vision.py); CI's time goes elsewhere.
     monkeypatch.setenv("MEASURE_SECURITY_VERSIONS_MEDIA", "0")
-    run_measure(tmp_path, "versions-cpu", "security_versions")
+    run_measure(tmp_path, "versions-cpu", "security_versions", worker_in_engine=False)
     from measure.site.scan import make_store
 
     store = make_store(tmp_path / "data")

@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import REPO, python_imports, require, smaller
+from conftest import REPO, WORKER_IN_ENGINE, python_imports, require, smaller
 
 from measure.experiments.security import assert_loopback
 
@@ -20,7 +20,7 @@ def published(tmp_path_factory):
             "MEASURE_CPU_VISION=pypi-pair nox -s tests")
     tmp = tmp_path_factory.mktemp("vision")
     env = os.environ | {"MEASURE_STATE_DIR": str(tmp / "state"), "PYTHONUNBUFFERED": "1", "COLUMNS": "200"} \
-        | smaller({"images_per_side": 1, "repeats": 2, "colocate": 2})
+        | smaller({"images_per_side": 1, "repeats": 2, "colocate": 2}) | WORKER_IN_ENGINE
     run = subprocess.run(
         [sys.executable, "-m", "measure", "--data-root", str(tmp / "data"), "run", "multimodal", "security",
          "--profile", "cpu", "--env", ENV],
@@ -51,6 +51,8 @@ def test_multimodal_datasets(published):
     gain = provenance["datasets"]["multimodal.size_hint_gain"]["servers"]
     assert sorted(s.split("-tiny-")[0] for s in gain) == ["vl-count-only", "vl-size-hints"], gain
     assert set(gain) <= set(provenance["servers"])
+    # the vLLM setting these servers inherited from the test's environment is part of each one's record
+    assert all(server["env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" for server in provenance["servers"].values())
     assert provenance["experiments"]["multimodal"]["sizes_override"] == {"images_per_side": 1, "repeats": 2, "colocate": 2}
     startup = store.frame(env, "multimodal.startup_memory")
     assert set(startup["limit_mm"]) == {"default", "count only", "size hints", "image 0"}

@@ -213,7 +213,7 @@ class ServerPool:
         record = {
             "model": model.name, "model_path": local(model.path), "architecture": model.architecture,
             "weights": model.weights, "command": [local(a) for a in server.command],
-            "env": {k: local(v) for k, v in env.items()},
+            "env": {k: local(v) for k, v in (srv.inherited_vllm_env(env) | env).items()},
             "vllm": None if failed else server.version() if server.startup_s else server.facts.version,
             "startup": None if failed else server.facts.as_dict(), "startup_s": None if failed else server.startup_s,
             "started_together": together,

@@ -27,7 +27,7 @@ from measure.harness.context import (
     shared_memory_args,
     shares_device,
 )
-from measure.harness.profiles import Profile
+from measure.harness.profiles import Profile, server_env
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
 
@@ -65,15 +65,17 @@ def torch_release(version: str | None) -> str | None:
 
 
 def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
-    """What an experiment's result depends on: its code, its servers, its workload, the vLLM version."""
+    """What an experiment's result depends on: its code, its servers, its workload, the vLLM version, and the
+    vLLM settings its servers inherit from this environment (where there are any: fingerprints stay as they were)."""
     source = Path(inspect.getfile(type(exp))).read_bytes()
+    inherited = srv.inherited_vllm_env(server_env(profile))
     inputs = repr((
         [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
          + ((shared_memory_args(s, profile),) if shares_device(s, profile) else ()) + ((s.vllm,) if s.vllm else ())
          for s in exp.servers(profile)],
         profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
         software.get("vllm"), torch_release(software.get("torch")),
-    ))
+    ) + ((sorted(inherited.items()),) if inherited else ()))
     inputs = srv.checkout_relative(inputs).encode()
     return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
 

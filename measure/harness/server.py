@@ -51,6 +51,18 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = Path(os.environ.get("MEASURE_STATE_DIR") or REPO_ROOT / ".measure")
 
 
+# vLLM also reads settings from its environment (VLLM_*). Those the run inherits rather than sets (an operator's
+# shell, CI) change what a server does, so each server's provenance records them; a secret's value is not written.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def inherited_vllm_env(explicit: dict[str, str] | None = None) -> dict[str, str]:
+    """The VLLM_* variables of this process's environment that ``explicit`` does not set, as a server inherits them
+    (values of names like *KEY*, *TOKEN* replaced by a mark)."""
+    return {name: "(set; value not recorded)" if _SECRET_NAME.search(name) else value
+            for name, value in sorted(os.environ.items()) if name.startswith("VLLM_") and name not in (explicit or {})}
+
+
 def checkout_relative(text: str) -> str:
     """``text`` with the checkout's path written as ``<repo>``: what is hashed into ids and fingerprints must be
     the same in every clone (server arguments name adapters and templates inside the checkout)."""
