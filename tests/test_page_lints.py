@@ -20,3 +20,17 @@ def test_a_unit_typed_after_a_fact_that_prints_it_is_flagged_with_page_and_line(
         assert found == []
     else:
         assert len(found) == 1 and str(found[0]).startswith(f"page.{lang}.md:3: {flagged} typed after")
+
+
+@pytest.mark.parametrize("source, rendered", [
+    ("显存\n与容量。\n  下一句", "显存与容量。下一句"),  # a wrapped zh paragraph (and its indented continuation) is one line
+    ("GPU 上\nvLLM 的\n吞吐", "GPU 上\nvLLM 的吞吐"),  # beside a Latin word the break stays a space
+    ("## 标题\n正文", "## 标题\n正文"),  # a heading stays a line of its own
+    ("第一段\n\n第二段", "第一段\n\n第二段"),  # a paragraph break stays
+    ("尚未\n<span class=\"m\">测量</span>\n<div>块</div>", "尚未<span class=\"m\">测量</span>\n<div>块</div>"),
+    ("前\n```\n代码\n行\n```\n后\n面", "前\n```\n代码\n行\n```\n后面"),  # code is left as written
+])
+def test_a_zh_line_break_between_chinese_characters_renders_no_space(source, rendered):
+    from measure.site.hooks import join_cjk_lines
+
+    assert join_cjk_lines(source) == rendered

@@ -35,7 +35,33 @@ def on_page_markdown(markdown, page, **kwargs):
     source, src = Path(page.file.abs_src_path).read_text(encoding="utf-8"), page.file.src_uri
     for finding in typed_numbers(source, src) + doubled_units(source, src, all_schemas(), page_lang(src)):
         log.warning(str(finding))
-    return markdown
+    return join_cjk_lines(markdown) if page_lang(src) == "zh" else markdown
+
+
+# A line break inside a paragraph renders as a space, and Chinese puts none between its characters: where a zh
+# source line ends with a CJK character (or full-width punctuation) and the next begins with one, the two lines are
+# joined. A break beside a Latin word keeps its space, which Chinese text does put there. Code blocks stay as written.
+_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+_INLINE_TAG = r"</?(?:span|a|strong|em|code|abbr|sup|sub|b|i)\b[^>\n]*>"  # what a fact or a mark renders as
+_CJK_BREAK = re.compile(f"(?<=[{_CJK}])((?:{_INLINE_TAG})*)\n[ \t]*(?=(?:{_INLINE_TAG})*[{_CJK}])")
+_FENCE = re.compile(r"^([ \t]*(?:```|~~~))", re.MULTILINE)
+
+
+def join_cjk_lines(markdown: str) -> str:
+    out, in_code = [], False
+    for part in _FENCE.split(markdown):  # text, fence, code, fence, text…: the captured fences come back whole
+        if part.lstrip(" \t") in ("```", "~~~"):
+            in_code = not in_code
+        elif not in_code:
+            part = _CJK_BREAK.sub(lambda m, text=part: _kept_break(text, m), part)
+        out.append(part)
+    return "".join(out)
+
+
+def _kept_break(text: str, match: re.Match) -> str:
+    """The break itself after a heading or a table row (a line of its own), else only the tags before it."""
+    line = text[text.rfind("\n", 0, match.start()) + 1:match.start()].lstrip(" \t")
+    return match.group(0) if line.startswith(("#", "|")) else match.group(1)
 
 
 _site_dir: Path | None = None
