@@ -3,6 +3,7 @@ number links to the CSV it came from; keep pages light and report what each one 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -53,7 +54,7 @@ def join_cjk_lines(markdown: str) -> str:
         if part.lstrip(" \t") in ("```", "~~~"):
             in_code = not in_code
         elif not in_code:
-            part = _CJK_BREAK.sub(lambda m, text=part: _kept_break(text, m), part)
+            part = _CJK_BREAK.sub(functools.partial(_kept_break, part), part)
         out.append(part)
     return "".join(out)
 
