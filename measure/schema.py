@@ -61,6 +61,7 @@ COLUMNS_ADDED: dict[str, dict[str, str]] = {
     "pooling.prefill_comparison": dict.fromkeys(("tokens_per_s_min", "tokens_per_s_max", "repeats"), "2026-12-01"),
     "capacity.decode_floor": {"beyond_floor_ms": "2026-12-04T23:10"},
     "pooling_limits.matmul_peak": {"dtype": "2026-12-05T12:00"},
+    "capacity.knee": {"queue_ms": "2026-12-05T23:30"},
 }
 
 

@@ -56,8 +56,11 @@ def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(measured
     assert memory["request_tokens"] > 512 and memory["requests_fit"] == pytest.approx(8192 / memory["request_tokens"])
     knee = measured.frame(env, "capacity.knee").set_index("concurrency")
     assert memory["requests_fit"] < 32 < knee.loc[32, "requests"] + 1
-    # beyond what the cache holds, requests wait for room: their first token comes much later
-    assert knee.loc[32, "ttft_p50_ms"] > 3 * knee.loc[4, "ttft_p50_ms"]
+    # beyond what the cache holds, requests wait to be scheduled: at 32 in flight the mean wait is many decode steps;
+    # below it they are scheduled at once. Each side is one round's own ratio (a busy neighbour in CI slows the whole
+    # round; a ratio across rounds failed that way once). Measured here: 1,593 ms = 22 steps; 0.02 of 172 ms.
+    assert knee.loc[32, "queue_ms"] > 5 * knee.loc[32, "tpot_p50_ms"]
+    assert knee.loc[4, "queue_ms"] < 0.1 * knee.loc[4, "ttft_p50_ms"]
     kv = measured.frame(env, "kv_dtype.compare").set_index("kv_cache_dtype")
     assert kv.loc["auto", "started"] and kv.loc["auto", "ttft_ms"] > 0 and kv.loc["auto", "tpot_ms"] > 0
     if cpu_runs_fp8_kv_cache():

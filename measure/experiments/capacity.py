@@ -19,6 +19,7 @@ from pathlib import Path
 from measure.experiment import Experiment, ServerSpec, Step, register, spread
 from measure.harness.copy_bandwidth import __file__ as BANDWIDTH_SCRIPT
 from measure.harness.loadgen import HttpRequest, default_workers
+from measure.harness.metrics import histogram_mean_ms
 from measure.harness.server import ServerFailed
 from measure.models import decode_weight_bytes
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
@@ -116,6 +117,9 @@ KNEE = DatasetSchema(
         Column("ttft_p99_ms", "float", "ms", "99th percentile, median over rounds"),
         Column("tpot_p50_ms", "float", "ms", "median over rounds of each round's median"),
         Column("preemptions", "int", "", "vllm:num_preemptions over the measured rounds"),
+        Column("queue_ms", "float", "ms", "vllm:request_queue_time_seconds: a request's mean wait to be scheduled "
+               "(for room in the KV cache or the batch), median over rounds",
+               nullable=True),  # absent from data measured before it (schema.COLUMNS_ADDED)
         Column("client_cpu_max", "float", "cores", role=CLIENT_LOAD),
     ),
 )
@@ -283,7 +287,7 @@ class Capacity(Experiment):
                 continue
             load = ctx.load(server, workers=default_workers(concurrency))
             count = self.knee_requests(concurrency)
-            rates, ttft50, ttft99, tpot50, preempted, cpu = [], [], [], [], 0, 0.0
+            rates, ttft50, ttft99, tpot50, queued, preempted, cpu = [], [], [], [], [], 0, 0.0
             for r in range(knee["rounds"] + 1):  # round 0 warms this load point up and is not kept
                 rng = random.Random(f"knee-{setting}-{concurrency}-{r}")
                 before = server.metrics()
@@ -297,6 +301,7 @@ class Capacity(Experiment):
                 ttft50.append(summary.ttft_median_ms)
                 ttft99.append(percentile([t.ttft_s * 1000 for t in batch.timings], 0.99))
                 tpot50.append(summary.tpot_median_ms)
+                queued.append(histogram_mean_ms(delta, "vllm:request_queue_time_seconds"))
                 preempted += round(delta.get("vllm:num_preemptions", 0.0))
                 cpu = max(cpu, batch.worker_cpu_max)
             rate = spread(rates)
@@ -306,4 +311,5 @@ class Capacity(Experiment):
                               "rounds": knee["rounds"], "output_tok_s": rate[0], "output_tok_s_min": rate[1],
                               "output_tok_s_max": rate[2], "ttft_p50_ms": statistics.median(ttft50),
                               "ttft_p99_ms": statistics.median(ttft99), "tpot_p50_ms": statistics.median(tpot50),
-                              "preemptions": preempted, "client_cpu_max": cpu})
+                              "preemptions": preempted, "queue_ms": statistics.median(queued),
+                              "client_cpu_max": cpu})

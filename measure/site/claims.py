@@ -549,7 +549,10 @@ class ClaimRenderer:
         if env.cited:
             return []
         reasons = []
-        for column in {m.column for q in self.consistency.quantities for m in q.members if m.dataset == schema.name}:
+        # in the order measure/quantities.py declares them (a set's order changes from one build to the next)
+        columns = dict.fromkeys(m.column for q in self.consistency.quantities for m in q.members
+                                if m.dataset == schema.name)
+        for column in columns:
             verdict = self.consistency.for_figure(env.name, schema.name, column, row)
             if verdict is not None and not verdict.agree:
                 reasons.append(self._disagreement(verdict))
