@@ -839,9 +839,11 @@ class ClaimRenderer:
         caption = ""
         if stand_in:
             caption += f'<p class="claim-table-caption claim-stand-in">{html.escape(t("stand_in", self.lang))}</p>'
-        if constant:
+        # a column no row of these environments has (added after their data were measured) is left out
+        said = [c for c in constant if not pd.isna(records[0][1].get(c.name))]
+        if said:
             same = " · ".join(f"{self._heading(c, labels)} {self._cell_text(c, records[0][1], digits, spreads)}"
-                              for c in constant)
+                              for c in said)
             colon = "：" if self.lang == "zh" else ": "
             caption += (f'<p class="claim-table-caption">{html.escape(t("same_in_every_row", self.lang))}{colon}'
                         f"{html.escape(same)}</p>")
