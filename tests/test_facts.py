@@ -235,8 +235,8 @@ def test_what_would_settle_an_answer_shows_backticks_as_code(tmp_path):
 
     from measure.site.scan import make_store
 
-    shutil.copytree("data", tmp_path / "data")  # capacity's --api-server-count answer, unsettled without H200 rows
-    for path in (tmp_path / "data" / "gpu-1x-nvidia-h200").glob("api_servers.*.csv"):
+    shutil.copytree("data", tmp_path / "data")  # capacity's --api-server-count answer, unsettled without its GPU rows
+    for path in (tmp_path / "data" / "gpu-1x-nvidia-h100-80gb-hbm3").glob("api_servers.*.csv"):
         path.unlink()
     html, _ = render(make_store(tmp_path / "data", partial=True), "en", lambda r: r.answers("capacity"))
     unsettled = [part.split("</span>")[0] for part in html.split('class="answer-unsettled">')[1:]]
