@@ -76,8 +76,12 @@ def test_one_sequence_at_a_time_makes_the_other_requests_wait(measured):
     grid = measured.frame(measured.env("capacity-cpu"), "batch_limits.grid").set_index("max_num_seqs")
     assert grid["started"].all() and set(grid["max_num_batched_tokens"]) == {512}
     assert (grid["prompt_tokens"] > 256).all() and (grid["preemptions"] == 0).all()
-    # with --max-num-seqs 1 the 4th request in flight waits for three others to finish before its first token
-    assert grid.loc[1, "ttft_p99_ms"] > 2 * grid.loc[4, "ttft_p99_ms"]
+    # with --max-num-seqs 1 the 4th request in flight waits for three others to finish (3 × 64 decode steps) before
+    # its first token: compared with the same round's step time (a ratio across rounds failed in CI, 1.5x for 2x asked,
+    # when a neighbour's vLLM slowed one round and not the other)
+    # (measured alone: 1,891 ms = 203 steps; with --max-num-seqs 4 all four start together: 131 ms = 6 steps)
+    assert grid.loc[1, "ttft_p99_ms"] > 32 * grid.loc[1, "tpot_p50_ms"]
+    assert grid.loc[4, "ttft_p99_ms"] < 32 * grid.loc[4, "tpot_p50_ms"]
     # more sequences a step, more output: the margin is small on purpose, since CI runs another test's vLLM beside
     # this one on its two cores (1.22× there once, against 1.5× asked)
     assert grid.loc[4, "output_tok_s"] > 1.1 * grid.loc[1, "output_tok_s"]
