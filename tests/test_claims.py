@@ -321,9 +321,8 @@ def test_a_chart_series_never_mixes_models_and_the_stand_in_gets_its_own_chart(f
     from measure.site.scan import make_store
 
     csv = fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv"
-    # tokens_per_input empty in both: a column these rows do not have (added after they were measured)
-    csv.write_text(csv.read_text() + "all-MiniLM-L6-v2,real,1,float,,900.0,5.0,3,1,0.2\n"
-                                     "all-MiniLM-L6-v2,real,4,float,,3000.0,6.0,3,1,0.2\n")
+    csv.write_text(csv.read_text() + "all-MiniLM-L6-v2,real,1,float,20.0,900.0,5.0,3,1,0.2\n"
+                                     "all-MiniLM-L6-v2,real,4,float,20.0,3000.0,6.0,3,1,0.2\n")
     html = render(make_store(fixture_root)).chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s",
                                                   color="encoding_format", env="fixture-cpu")
     full, stand_in = (json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html))

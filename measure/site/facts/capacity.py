@@ -5,21 +5,26 @@ tokens and requests, what a full cache does, the fp8 KV cache, batch limits, and
 from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
-# decode floors for both models and --api-server-count were measured on an H100 lease at the current code (the H200's
-# rows are older or still to come); the front end's limit is the host's CPU, the same kind of host for both cards
+# decode floors for both models and --api-server-count were measured on an H100 lease at a newer revision than the
+# H200's capacity rows (its api_servers rows are still to come); the front end's limit is the host's CPU, the same kind of host for both cards
 H100 = "gpu-1x-nvidia-h100-80gb-hbm3"
+
+
+def on(env: str, dataset: str, column: str, digits: int = 1, spread: bool = False, round_down: bool = False,
+       missing_ok: bool = False, **where) -> Value:
+    return Value(dataset, column, where, {"env": env, "digits": digits, "show_range": spread, "missing_ok": missing_ok,
+                                          "round_down": round_down})
 
 
 def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, round_down: bool = False,
          **where) -> Value:
-    # missing_ok: the H200 rows of these experiments are still to come (only the CPU stand-in's are published);
-    # until then they render 未实测, with what would settle each answer
-    return Value(dataset, column, where, {"env": H200, "digits": digits, "show_range": spread, "missing_ok": True,
-                                          "round_down": round_down})
+    # missing_ok: some H200 rows of these experiments are still to come; until then they render 未实测, with what
+    # would settle each answer
+    return on(H200, dataset, column, digits, spread, round_down, missing_ok=True, **where)
 
 
 def h100(dataset: str, column: str, digits: int = 1, spread: bool = False, **where) -> Value:
-    return Value(dataset, column, where, {"env": H100, "digits": digits, "show_range": spread})
+    return on(H100, dataset, column, digits, spread, **where)
 
 
 def memory(column: str, utilization: str, digits: int = 1, round_down: bool = False) -> Value:
