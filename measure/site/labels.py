@@ -147,7 +147,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "metric": ("指标", "metric"),
     "mm_cache_hits": ("处理缓存命中", "processor cache hits"),
     "mm_cache_queries": ("处理缓存查询", "processor cache queries"),
-    "mm_processor_cache_gb": ("处理程序缓存", "processor cache"),
+    "mm_processor_cache_gb": ("处理器缓存", "processor cache"),
     "mode": ("模式", "mode"),
     "model": ("模型", "model"),
     "model_load_gib": ("权重占用", "weights"),
