@@ -377,6 +377,11 @@ def test_categorical_values_read_in_chinese_on_zh_pages_and_stay_selectable(stor
     r = render(store, "zh")
     r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, encoding_format="not stated")
     assert r.claims[-1].status == "cited"
+    # a list of names (which processes were saturated) reads as a Chinese list; an unknown part leaves it whole
+    from measure.site.labels import value_label
+    assert value_label("vllm bench serve, vLLM API server", "zh") == "vllm bench serve、vLLM API 服务器"
+    assert value_label("vllm bench serve, vLLM API server", "en") == "vllm bench serve, vLLM API server"
+    assert value_label("Qwen3-8B, a new model", "zh") == "Qwen3-8B, a new model"
 
 
 def test_matrix_pivots_releases_newest_first_by_number_and_marks_the_unmeasured(fixture_root):
@@ -490,6 +495,8 @@ def test_chart_series_follow_the_numbers_in_their_names_not_the_text():
     settings = ["--kv-cache-memory-bytes 16777216", "--kv-cache-memory-bytes 4194304", "--kv-cache-memory-bytes 8388608"]
     assert [s.split()[-1] for s in sorted(settings, key=_natural_order)] == ["4194304", "8388608", "16777216"]
     assert sorted([(16, "a"), (2, "b"), (4, "a")], key=_natural_order) == [(2, "b"), (4, "a"), (16, "a")]
+    memory = ["--gpu-memory-utilization 0.1", "--gpu-memory-utilization 0.2", "--gpu-memory-utilization 0.06"]
+    assert [s.split()[-1] for s in sorted(memory, key=_natural_order)] == ["0.06", "0.1", "0.2"]
 
 
 def test_a_log_axis_says_so_and_bars_refuse_one(store):

@@ -1234,16 +1234,19 @@ def _verdict_id(verdict) -> tuple:
     return verdict.quantity.name, verdict.env, verdict.group
 
 
+_NUMBER = re.compile(r"(\d+(?:\.\d+)?)")  # 0.06 < 0.1: a decimal is one number, not 0, ".", 06
+
+
 def _numbers_as_numbers(parts) -> tuple:
-    """Text split into parts, with the all-digit parts compared as numbers and before words."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    """Text split into parts, with the numeric parts compared as numbers and before words."""
+    return tuple((0, float(p)) if _NUMBER.fullmatch(p) else (1, p) for p in parts if p)
 
 
 def _natural_order(value) -> tuple:
     """A sort key that compares the numbers inside values as numbers: (4194304 < 16777216, "x 2" < "x 16")."""
     values = value if isinstance(value, tuple) else (value,)
     return tuple(((0, float(v)),) if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 else _numbers_as_numbers(re.split(r"(\d+)", str(v))) for v in values)
+                 else _numbers_as_numbers(_NUMBER.split(str(v))) for v in values)
 
 
 def _release_order(version) -> tuple:

@@ -112,11 +112,15 @@ topic("capacity", facts={
     "kv_gib_006": memory("kv_cache_gib", "0.06"),
     "fit_006": memory("requests_fit", "0.06", 0, round_down=True),
     "fit_02": memory("requests_fit", "0.2", 0, round_down=True),
-    "ttft_006_32": knee("ttft_p50_ms", "0.06", 32),
-    "ttft_006_128": knee("ttft_p50_ms", "0.06", 128),
-    "ttft_006_growth": Ratio("ttft_006_128", ">>", "ttft_006_32", digits=1),
-    "ttft_02_128": knee("ttft_p50_ms", "0.2", 128),
-    "preempt_006_128": knee("preemptions", "0.06", 128),
+    # the wait shows in the tail (p99): the median request still starts at once while the last ones queue
+    "ttft99_006_32": knee("ttft_p99_ms", "0.06", 32),
+    "ttft99_006_64": knee("ttft_p99_ms", "0.06", 64),
+    "ttft99_006_growth": Ratio("ttft99_006_64", ">>", "ttft99_006_32", digits=1),
+    "preempt_006_64": knee("preemptions", "0.06", 64),
+    "ttft_006_64": knee("ttft_p50_ms", "0.06", 64),
+    "ttft_02_64": knee("ttft_p50_ms", "0.2", 64),
+    "median_hides_wait": Ratio("ttft_006_64", "<", "ttft_02_64", show=False),
+    "ttft99_02_128": knee("ttft_p99_ms", "0.2", 128),
     "preempt_02_128": knee("preemptions", "0.2", 128),
     "tok_s_006_128": knee("output_tok_s", "0.06", 128),
     "tok_s_02_128": knee("output_tok_s", "0.2", 128),
@@ -135,7 +139,7 @@ topic("capacity", facts={
     "kv_need_16k": Product("kv_concurrency_16k", "kv_prompt_16k", "tokens"),
     "kv_need_fills_auto": Ratio("kv_need_16k", "≥", "kv_tokens_auto", show=False),
     "kv_fp8_holds_all": Ratio("kv_tokens_fp8", ">>", "kv_need_16k", show=False),
-    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验既不记录抢占次数，也不记录请求为等位等了多久",
+    "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验既不记录抢占次数，也不记录请求为等待 KV 空间等了多久",
                                   "en": "the kv_dtype experiment counts neither preemptions nor how long requests "
                                         "waited for room"}),
     "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
@@ -152,6 +156,10 @@ topic("capacity", facts={
     "batch_ttft50_128_8192": batch("ttft_p50_ms", 128, 8192, 0),
     "batch_tpot50_128_2048": batch("tpot_p50_ms", 128, 2048, 2),
     "batch_tok_s_128_2048": batch("output_tok_s", 128, 2048, 0, spread=True),
+    # at 128 in flight a smaller token budget made all three worse
+    "batch_2048_ttft_worse": Ratio("batch_ttft50_128_2048", ">", "batch_ttft50_128_8192", show=False),
+    "batch_2048_tpot_worse": Ratio("batch_tpot50_128_2048", ">", "batch_tpot50_128", show=False),
+    "batch_2048_tok_s_worse": Ratio("batch_tok_s_128_2048", "<", "batch_tok_s_128", show=False),
 }, questions=(
     Question(
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
@@ -183,12 +191,13 @@ topic("capacity", facts={
     Question(
         ask={"zh": "为什么 vLLM 给一个小模型占掉约 90% 的显存？这些显存能同时装下多少请求？",
              "en": "Why does vLLM take about 90 % of the GPU for a small model, and how many requests does that hold?"},
-        answer={"zh": "vLLM 0.26 的 --gpu-memory-utilization 默认是 0.92（这里的服务器显式写了 0.9）：vLLM 在权重和激活之外，"
+        answer={"zh": "vLLM 0.26 的源码把 --gpu-memory-utilization 的默认值定为 0.92（这里的服务器显式写了 0.9）：vLLM 在权重和激活之外，"
                       "把这份额度剩下的部分全留给 KV 缓存。"
                       "0.9 时 Qwen3-0.6B 的 KV 缓存有 {kv_gib_09}，{kv_tokens_09}，够 {fit_09}"
                       "（每个 {request_tokens}，1k 输入、256 输出）同时在途。vLLM 日志里的“最大并发” {vllm_concurrency_09} 是按每个请求占满"
                       " {context_tokens} 的上下文算的。",
-                "en": "In vLLM 0.26 --gpu-memory-utilization defaults to 0.92 (the server here sets 0.9 as a flag): "
+                "en": "vLLM 0.26's source (vllm/config/cache.py) sets --gpu-memory-utilization's default to 0.92 (the servers "
+                      "here pass 0.9): "
                       "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. At 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
                       "for {fit_09} of {request_tokens} each (1k in, 256 out) at once. The \"maximum concurrency\" "
                       "vLLM logs, {vllm_concurrency_09}, assumes every request fills the model's {context_tokens} "
@@ -198,17 +207,22 @@ topic("capacity", facts={
                    "en": "Settling it takes one start at 0.9 on the H200 and the KV-cache size vLLM logs."}),
     Question(
         ask={"zh": "KV 缓存装满之后会怎样？", "en": "What happens when the KV cache is full?"},
-        answer={"zh": "--gpu-memory-utilization 0.06 时 KV 缓存只有 {kv_gib_006}，装得下 {fit_006}（都是这种大小）。"
-                      "32 个请求在途时首 token 中位数是 {ttft_006_32}，128 个时是 {ttft_006_128}（{ttft_006_growth}），"
-                      "这一档发生了 {preempt_006_128} 次抢占：放不下的请求先排队，或被挤出去以后重算。"
-                      "0.2 时（装得下 {fit_02}）128 个在途的首 token 是 {ttft_02_128}，抢占 {preempt_02_128} 次，"
+        answer={"zh": "放不下的请求要排队，最后几个请求的首 token 要等。--gpu-memory-utilization 0.06 时 KV 缓存只有 "
+                      "{kv_gib_006}，装得下 {fit_006}（都是这种大小）。32 个在途时全都放得下，最慢的首 token（p99）是 "
+                      "{ttft99_006_32}；64 个在途时超出了容量，p99 变成 {ttft99_006_64}（{ttft99_006_growth}），vLLM 抢占了 "
+                      "{preempt_006_64} 次：放不下的请求先排队，或被挤出去以后重算。中位数几乎看不出来（64 个在途时 0.06 是 "
+                      "{ttft_006_64}，0.2 是 {ttft_02_64}{median_hides_wait}）：大多数请求仍然马上开始，等的是队尾。"
+                      "0.2 时（装得下 {fit_02}）128 个在途的 p99 首 token 是 {ttft99_02_128}，抢占 {preempt_02_128} 次，"
                       "输出吞吐 {tok_s_02_128}，是 0.06 时 {tok_s_006_128} 的 {tok_s_02_vs_006}。",
-                "en": "At --gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} of this size. "
-                      "With 32 in flight the median first token came after {ttft_006_32}; with 128 after "
-                      "{ttft_006_128} ({ttft_006_growth}), and vLLM preempted {preempt_006_128} times at that load: "
-                      "requests that do not fit wait, or are pushed out and computed again. At 0.2 (room for {fit_02}) "
-                      "128 in flight got their first token after {ttft_02_128}, with {preempt_02_128} preemptions and "
-                      "{tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
+                "en": "The requests that do not fit queue, and the last ones wait for their first token. At "
+                      "--gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} of this size. "
+                      "With 32 in flight all fit and the slowest first token (p99) came after {ttft99_006_32}; with 64, "
+                      "beyond the room, after {ttft99_006_64} ({ttft99_006_growth}), and vLLM preempted "
+                      "{preempt_006_64} times: requests that do not fit wait, or are pushed out and computed again. "
+                      "The median hardly shows it (at 64 in flight {ttft_006_64} at 0.06 against {ttft_02_64} at "
+                      "0.2{median_hides_wait}): most requests still start at once, and the tail waits. At 0.2 (room for "
+                      "{fit_02}) 128 in flight got their p99 first token after {ttft99_02_128}, with {preempt_02_128} "
+                      "preemptions and {tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
         figure="full-cache",
         unsettled={"zh": "需要在 H200 上以几档显存设置启动，把并发加到 KV 缓存装满。",
                    "en": "Settling it takes starts at several memory settings on the H200 and concurrency raised until "
@@ -220,7 +234,7 @@ topic("capacity", facts={
                       "16k token 的提示一次一个请求时，两者几乎一样快：每个输出 token 是 {tpot_fp8_16k} 对 {tpot_auto_16k}{tpot_fp8_vs_auto_16k}，"
                       "首 token 是 {ttft_fp8_16k} 对 {ttft_auto_16k}。同样的提示 16 个同时在途时，fp8 的输出吞吐是 "
                       "{tok_s_fp8_16k}，auto 是 {tok_s_auto_16k}（{tok_s_fp8_vs_auto_16k}）。光是这 16 个提示就要 "
-                      "{kv_need_16k}{kv_need_fills_auto}，已经占满 auto 的整个缓存，再加上输出，总有请求要在 auto 里等位或被抢占，"
+                      "{kv_need_16k}{kv_need_fills_auto}，已经占满 auto 的整个缓存，再加上输出，总有请求要在 auto 里等待 KV 空间或被抢占，"
                       "在 fp8 里则不必{kv_fp8_holds_all}；这一差距是否全来自于此，还没有确认 {fp8_gap_cause}。Qwen3-8B，虚拟权重：对回答质量的影响这里没有测。",
                 "en": "In the same KV bytes, fp8 held {kv_tokens_fp8} and auto (bf16) {kv_tokens_auto} "
                       "({kv_tokens_fp8_vs_auto}). With 16k-token prompts one at a time the two were about as fast: an "
@@ -238,20 +252,25 @@ topic("capacity", facts={
     Question(
         ask={"zh": "--max-num-seqs 和 --max-num-batched-tokens 该怎么设？",
              "en": "How should --max-num-seqs and --max-num-batched-tokens be set?"},
-        answer={"zh": "同时发出 128 个请求（每个 {batch_prompt} 输入、256 输出）给 Qwen3-0.6B：--max-num-seqs 8 时输出吞吐"
+        answer={"zh": "--max-num-seqs 设到不低于预期的在途请求数；--max-num-batched-tokens 在这种负载下不要往小调。"
+                      "同时发出 128 个请求（每个 {batch_prompt} 输入、256 输出）给 Qwen3-0.6B：--max-num-seqs 8 时输出吞吐"
                       "是 {batch_tok_s_8}，128 时是 {batch_tok_s_128}（{batch_tok_s_128_vs_8}）；最后一批请求等首 token "
                       "要 {batch_ttft99_8}（p99），128 时是 {batch_ttft99_128}。代价是每步带的请求多了，每个输出 token "
                       "从 {batch_tpot50_8} 变成 {batch_tpot50_128}（中位数）。在 128 个序列下把 --max-num-batched-tokens "
                       "从 8192 降到 2048，首 token 中位数从 {batch_ttft50_128_8192} 变成 {batch_ttft50_128_2048}，"
-                      "每个输出 token 从 {batch_tpot50_128} 变成 {batch_tpot50_128_2048}，吞吐为 {batch_tok_s_128_2048}。",
-                "en": "With 128 requests sent at once to Qwen3-0.6B ({batch_prompt} in, 256 out each), --max-num-seqs 8 "
+                      "每个输出 token 从 {batch_tpot50_128} 变成 {batch_tpot50_128_2048}，吞吐降到 {batch_tok_s_128_2048}：三者都变差了"
+                      "{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}。",
+                "en": "Set --max-num-seqs at least as high as the requests you expect in flight, and do not lower "
+                      "--max-num-batched-tokens for a load like this. With 128 requests sent at once to Qwen3-0.6B "
+                      "({batch_prompt} in, 256 out each), --max-num-seqs 8 "
                       "delivered {batch_tok_s_8} of output and 128 delivered {batch_tok_s_128} "
                       "({batch_tok_s_128_vs_8}); the last requests waited {batch_ttft99_8} for their first token (p99) "
                       "against {batch_ttft99_128}. The price is more requests in each step: an output token took "
                       "{batch_tpot50_128} instead of {batch_tpot50_8} (median). At 128 sequences, lowering "
                       "--max-num-batched-tokens from 8192 to 2048 moved the median first token from "
                       "{batch_ttft50_128_8192} to {batch_ttft50_128_2048} and the time per output token from "
-                      "{batch_tpot50_128} to {batch_tpot50_128_2048}, at {batch_tok_s_128_2048}."},
+                      "{batch_tpot50_128} to {batch_tpot50_128_2048}, and output fell to {batch_tok_s_128_2048}: all three "
+                      "worse{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}."},
         figure="batch-limits",
         unsettled={"zh": "需要在 H200 上按 --max-num-seqs 与 --max-num-batched-tokens 的组合各启动一个服务器，发同样的请求。",
                    "en": "Settling it takes one server per combination of --max-num-seqs and --max-num-batched-tokens on "
@@ -268,8 +287,9 @@ topic("capacity", facts={
                       "{api_8b_cpu_1}，比 0.6B 少{api_8b_cpu_below_06b}；1 个进程时 {api_8b_1}，4 个时 {api_8b_4}"
                       "（{api_8b_4_vs_1}）。嵌入"
                       "（Qwen3-Embedding-0.6B，256 个在途）的 API 服务器用了 {api_embed_cpu_1}，4 个进程时从 {api_embed_1} "
-                      "到 {api_embed_4}（{api_embed_4_vs_1}）。这个参数只有经 vllm serve 启动才生效：在 CPU 替身上，"
-                      "--api-server-count 2 留下了 {api_processes_cpu} 个 API 服务器进程。",
+                      "到 {api_embed_4}（{api_embed_4_vs_1}）。vLLM 0.26 的源码里只有 vllm serve "
+                      "照这个参数启动多个进程，这里的服务器都经它启动：在 CPU 替身上，--api-server-count 2 留下了 "
+                      "{api_processes_cpu} 个 API 服务器进程。",
                 "en": "Yes for a small model at high load, where the one API-server process is what limits the server. "
                       "On an H100 with Qwen3-0.6B and 256 chat requests in flight, one API-server process used "
                       "{api_chat_cpu_1} of CPU (one Python process gets about one core) while the engine core used "
@@ -282,8 +302,9 @@ topic("capacity", facts={
                       "{api_8b_cpu_1} with 256 in flight, less than the 0.6B model's{api_8b_cpu_below_06b}; one "
                       "process delivered {api_8b_1}, four {api_8b_4} ({api_8b_4_vs_1}). For embeddings (Qwen3-Embedding-0.6B, 256 in flight) the one API server "
                       "used {api_embed_cpu_1}; four took it from {api_embed_1} to {api_embed_4} ({api_embed_4_vs_1}). "
-                      "The flag takes effect only through vllm serve: on the CPU stand-in, --api-server-count 2 left "
-                      "{api_processes_cpu} API-server processes."},
+                      "In vLLM 0.26's source only vllm serve (vllm/entrypoints/cli/serve.py) starts several processes "
+                      "for the flag, and the servers here start through it: on the CPU stand-in, --api-server-count 2 "
+                      "left {api_processes_cpu} API-server processes."},
         figure="api-server-count",
         unsettled={"zh": "需要用 vllm serve 以 --api-server-count 1、2、4 分别跑对话和嵌入，记录吞吐、TTFT 和各进程的 CPU 占用。",
                    "en": "Settling it takes chat and embeddings served through `vllm serve` at --api-server-count 1, 2 "
