@@ -82,7 +82,9 @@ def test_one_sequence_at_a_time_makes_the_other_requests_wait(measured):
     # (measured alone: 1,891 ms = 203 steps; with --max-num-seqs 4 all four start together: 131 ms = 6 steps)
     assert grid.loc[1, "ttft_p99_ms"] > 32 * grid.loc[1, "tpot_p50_ms"]
     assert grid.loc[4, "ttft_p99_ms"] < 32 * grid.loc[4, "tpot_p50_ms"]
-    # more sequences a step, more output: the margin is small on purpose, since CI runs another test's vLLM beside
-    # this one on its two cores (1.22× there once, against 1.5× asked)
-    assert grid.loc[4, "output_tok_s"] > 1.1 * grid.loc[1, "output_tok_s"]
+    # more sequences a step: a round's output rate × its step time is the tokens each step produced, about 1 with one
+    # sequence and several with four. Within one round each, as above (comparing the two rounds' throughput failed in
+    # CI: 29 tok/s with 4 against 82 with 1, when a neighbour's vLLM slowed the round of 4)
+    tokens_per_step = grid["output_tok_s"] * grid["tpot_p50_ms"] / 1000
+    assert tokens_per_step[1] < 1.5 and tokens_per_step[4] > 2, tokens_per_step.to_dict()
     assert (grid["tpot_p50_ms"] <= grid["tpot_p99_ms"]).all() and (grid["ttft_p50_ms"] <= grid["ttft_p99_ms"]).all()
