@@ -84,14 +84,17 @@ def test_an_answer_measured_in_part_keeps_its_sentence_and_says_what_is_missing(
 
     from measure.site.scan import make_store
 
-    # without fidelity_interval's H200 rows, method's second answer cites nothing measured; its first answer is
-    # measured: it keeps its sentence
+    # without fidelity_interval's H200 rows, method's second answer keeps its H100 sentences, drops the H200 ones and
+    # says what would settle it; its first answer is measured: it keeps its sentence
     shutil.copytree("data", tmp_path / "data")
     (tmp_path / "data" / "gpu-1x-nvidia-h200" / "fidelity_interval.ratio.csv").unlink()
     html, _ = render(make_store(tmp_path / "data", partial=True), "en", lambda r: r.answers("method"))
     first, second = (re.sub(r'title="[^"]*"', "", part.split("</dd>")[0]) for part in html.split("<dd>")[1:3])
     assert "claim-not-measured" not in first and "answer-unsettled" not in first and "and vllm bench serve" in first
-    assert second.count("claim-not-measured") == 1 and "fidelity_interval run on the H200" in second
+    words = re.sub(r"<[^>]+>", "", second)
+    assert "requests a round, 8 alternating pairs" in words and "bench measured less than ours" in words
+    assert "H200" not in words and "answer-unsettled" in second
+    assert second.count("claim-not-measured") == 1 and "fidelity_interval run on a GPU" in second
     measured, _ = render(make_store(), "en", lambda r: r.answers("method"))
     assert "claim-not-measured" not in measured.split("<dd>")[2].split("</dd>")[0]
 
@@ -241,3 +244,17 @@ def test_what_would_settle_an_answer_shows_backticks_as_code(tmp_path):
     html, _ = render(make_store(tmp_path / "data", partial=True), "en", lambda r: r.answers("capacity"))
     unsettled = [part.split("</span>")[0] for part in html.split('class="answer-unsettled">')[1:]]
     assert any("<code>vllm serve</code>" in part for part in unsettled) and not any("`" in p for p in unsettled)
+
+
+def test_the_home_page_counts_disagreeing_datasets_and_opens_onto_them(real_store):
+    from measure.site.claims import ClaimRenderer
+
+    for lang, listed, counted in (("en", "the ranges these 2 measurements recorded do not overlap",
+                                   "Other datasets measured 2 of these figures differently"),
+                                  ("zh", "这 2 次测量记录的范围并不重叠", "其他数据集对其中 2 个数字测得不同")):
+        page = ClaimRenderer(real_store, lang, f"method.{lang}.md").answers("method")
+        home = ClaimRenderer(real_store, lang, f"index.{lang}.md").site_answers()
+        method_on_home = home.split('href="method/#')[1].split("</dd>")[0]
+        assert listed in page and counted not in page and "<details" not in page.split("</dd>")[0]
+        summary, details = method_on_home.split("<summary>")[1].split("</summary>")
+        assert counted in summary and listed in details.split("</details>")[0]

@@ -99,6 +99,11 @@ TEXT = {
               "is marked unconfirmed: {figures}",
     },
     "same_quantity": {"zh": "其他数据集也测了同一个量：", "en": "Other datasets measure the same quantity: "},
+    "same_quantity_brief": {
+        "zh": "其他数据集对其中 {count} 个数字测得不同（最多相差 {spread}），所以它们标为未确认：展开看全部测量",
+        "en": "Other datasets measured {count} of these figures differently (up to {spread} apart), so they are marked "
+              "unconfirmed: open to see every measurement",
+    },
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
@@ -1142,10 +1147,10 @@ class ClaimRenderer:
         return (f'<div class="page-answers"><p class="page-answers-title">{t("answers", self.lang)}</p>'
                 f'<dl>{"".join(items)}</dl></div>')
 
-    def _answer_html(self, found: facts.Topic, question: facts.Question) -> str:
+    def _answer_html(self, found: facts.Topic, question: facts.Question, brief: bool = False) -> str:
         """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
         that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
-        it stands in for all such sentences."""
+        it stands in for all such sentences. ``brief`` (the home page): disagreeing datasets are counted, not listed."""
         figures = len(self.figures)
         kept, missing = [], False
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
@@ -1159,28 +1164,37 @@ class ClaimRenderer:
                 kept.append(html_out)
         body = once_per_source(("" if self.lang == "zh" else " ").join(kept))
         if kept:
-            body += self._other_figures(self.figures[figures:])
+            body += self._other_figures(self.figures[figures:], brief)
         if missing:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
                 f' <span class="answer-unsettled">{flags_as_code(inline_code(unsettled))}</span>' if unsettled else "")
         return body
 
-    def _other_figures(self, figures: list[Figure]) -> str:
+    def _other_figures(self, figures: list[Figure], brief: bool = False) -> str:
         """One quantity, one story: where an answer cites a figure that other datasets measure differently (and
         says no condition that explains it, ``differs=``), the answer shows them all, side by side in one unit —
-        once a page: a later answer citing the same figures keeps its 未确认 mark, not a second copy of the note."""
+        once a page: a later answer citing the same figures keeps its 未确认 mark, not a second copy of the note.
+        ``brief`` (the home page): one line counts them and opens onto the same figures."""
         done = {_verdict_id(v) for v in self.verdicts_shown}
-        out = ""
+        disagreeing, sentences = [], []
         for figure in figures:
             verdict = figure.verdict
             if verdict is None or verdict.agree or figure.differs is not None or _verdict_id(verdict) in done:
                 continue
             done.add(_verdict_id(verdict))
+            disagreeing.append(verdict)
             sentence = self._verdict_sentence(verdict, f"agreement:{verdict.quantity.name}:{verdict.env}:{verdict.group}")
-            out += (f' <span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
-                    f'{"。" if self.lang == "zh" else "."}</span>')
-        return out
+            sentences.append(f'<span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
+                             f'{"。" if self.lang == "zh" else "."}</span>')
+        if not disagreeing:
+            return ""
+        if not brief:
+            return "".join(" " + s for s in sentences)
+        summary = t("same_quantity_brief", self.lang).format(
+            count=len(disagreeing), spread=f"{max(v.spread for v in disagreeing):.0%}")
+        return (f' <details class="answer-same-quantity-brief"><summary>{html.escape(summary)}</summary>'
+                f'{" ".join(sentences)}</details>')
 
     def site_answers(self) -> str:
         """For the home page: each topic's first question answered, its other questions linked (``TOPIC/#figure``
@@ -1190,7 +1204,7 @@ class ClaimRenderer:
             if not found.questions or not found.has_page:
                 continue
             first, *rest = found.questions
-            answered = self._answer_html(found, first)
+            answered = self._answer_html(found, first, brief=True)
             more = "".join(f'<li><a href="{html.escape(found.name)}/#{html.escape(q.figure)}">'
                            f"{flags_as_code(html.escape(q.ask[self.lang]))}</a></li>" for q in rest)
             sections.append(
