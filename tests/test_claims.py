@@ -14,7 +14,7 @@ def test_measured_value_has_number_provenance_and_data_link(store):
     r = render(store)
     html = r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B",
                    batch_size=4, encoding_format="float", digits=0)
-    assert "12,346 tok/s" in html
+    assert "12,346\u00a0tok/s" in html  # a no-break space: the unit never starts a line of its own
     assert "claim-measured" in html and "vLLM 0.32.0" in html and "dummy weights" in html and "default mode" in html
     assert 'href="../data/fixture-cpu/pooling.embedding_throughput.csv"' in html
     assert r.claims[-1].status == "measured"
@@ -23,7 +23,7 @@ def test_measured_value_has_number_provenance_and_data_link(store):
 def test_cited_value_is_marked_cited(store):
     r = render(store, "zh")
     html = r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64)
-    assert "21,900 tok/s" in html and "claim-cited" in html and "引用" in html and "Fixture article" in html
+    assert "21,900\u00a0tok/s" in html and "claim-cited" in html and "引用" in html and "Fixture article" in html
     assert r.claims[-1].status == "cited"
 
 
@@ -512,8 +512,8 @@ def test_a_count_of_what_fits_is_cut_not_rounded_up(store):
     # the fixture's batch-4 row: 12,345.6 tok/s
     r = render(store)
     where = dict(model="tiny-Qwen3-Embedding-0.6B", batch_size=4, encoding_format="float")
-    assert "12,346 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, key="a", **where)
-    assert "12,345 tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, round_down=True,
+    assert "12,346\u00a0tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, key="a", **where)
+    assert "12,345\u00a0tok/s" in r.value("pooling.embedding_throughput", "tokens_per_s", digits=0, round_down=True,
                                      key="b", **where)
 
 

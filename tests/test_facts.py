@@ -250,8 +250,8 @@ def test_the_home_page_counts_disagreeing_datasets_and_opens_onto_them(real_stor
     from measure.site.claims import ClaimRenderer
 
     for lang, listed, counted in (("en", "the ranges these 2 measurements recorded do not overlap",
-                                   "Other datasets measured 2 of these figures differently"),
-                                  ("zh", "这 2 次测量记录的范围并不重叠", "其他数据集对其中 2 个数字测得不同")):
+                                   "2 of the figures above are unconfirmed"),
+                                  ("zh", "这 2 次测量记录的范围并不重叠", "上面有 2 个数字标为未确认")):
         page = ClaimRenderer(real_store, lang, f"method.{lang}.md").answers("method")
         home = ClaimRenderer(real_store, lang, f"index.{lang}.md").site_answers()
         method_on_home = home.split('href="method/#')[1].split("</dd>")[0]

@@ -59,7 +59,7 @@ def test_a_reproduce_box_prints_each_experiments_setup_before_measuring(built):
 def test_cited_figures_render_as_cited(built):
     _, site = built
     html = (site / "pooling" / "index.html").read_text()
-    assert re.search(r'claim-value claim-cited[^>]*>127 tokens<', html)
+    assert re.search(r'claim-value claim-cited[^>]*>127\u00a0tokens<', html)
 
 
 @pytest.mark.site

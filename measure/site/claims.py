@@ -100,9 +100,13 @@ TEXT = {
     },
     "same_quantity": {"zh": "其他数据集也测了同一个量：", "en": "Other datasets measure the same quantity: "},
     "same_quantity_brief": {
-        "zh": "其他数据集对其中 {count} 个数字测得不同（最多相差 {spread}），所以它们标为未确认：展开看全部测量",
-        "en": "Other datasets measured {count} of these figures differently (up to {spread} apart), so they are marked "
-              "unconfirmed: open to see every measurement",
+        "zh": "上面有 {count} 个数字标为未确认：其他数据集测得的结果与它们最多相差 {spread}。展开对比",
+        "en": "{count} of the figures above are unconfirmed: other datasets measured them up to {spread} apart. Open to "
+              "compare",
+    },
+    "same_quantity_brief_one": {
+        "zh": "上面有 1 个数字标为未确认：其他数据集测得的结果与它最多相差 {spread}。展开对比",
+        "en": "One of the figures above is unconfirmed: other datasets measured it up to {spread} apart. Open to compare",
     },
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
@@ -429,7 +433,9 @@ class ClaimRenderer:
             if round_down and numeric:
                 number = math.floor(number * 10 ** (digits or 0)) / 10 ** (digits or 0)
             shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
-            text = format_number(value_label(number, self.lang), self.lang, digits) + (f" {shown_unit}" if shown_unit else "")
+            # a no-break space: "16 ⏎ %" at a line's end reads as two things
+            text = format_number(value_label(number, self.lang), self.lang, digits) + (
+                ("\u00a0" if numeric else " ") + shown_unit if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
             reasons = self.row_reasons(schema, rows.iloc[0], tolerance, column)
             note = ""
@@ -1128,7 +1134,7 @@ class ClaimRenderer:
                      detail="; ".join(c.detail for c in open_) or ", ".join(sorted({f.env for f in sides})), text=words)
         links = self._source_link(self.store.env(sides[0].env), sides[0].dataset) if sides else ""  # the rate's
         guard = self.badge("unconfirmed", "; ".join(c.detail for c in open_)) if open_ else ""
-        text = format_number(number, self.lang, spec.digits) + f" {unit_label(spec.unit, self.lang)}"
+        text = format_number(number, self.lang, spec.digits) + "\u00a0" + unit_label(spec.unit, self.lang)
         return (f'<span class="claim-value claim-measured claim-product" title="{title_attr_value(words)}">'
                 f"{html.escape(text)}</span>{guard}{links}")
 
@@ -1191,7 +1197,7 @@ class ClaimRenderer:
             return ""
         if not brief:
             return "".join(" " + s for s in sentences)
-        summary = t("same_quantity_brief", self.lang).format(
+        summary = t("same_quantity_brief" if len(disagreeing) > 1 else "same_quantity_brief_one", self.lang).format(
             count=len(disagreeing), spread=f"{max(v.spread for v in disagreeing):.0%}")
         return (f' <details class="answer-same-quantity-brief"><summary>{html.escape(summary)}</summary>'
                 f'{" ".join(sentences)}</details>')

@@ -164,7 +164,7 @@ topic("capacity", facts={
     Question(
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
              "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
-        answer={"zh": "对小模型来说主要是服务器。在一张 H100 上一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。"
+        answer={"zh": "对小模型来说不是显存带宽：读权重只占每步时间的一小部分。在一张 H100 上一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。"
                       "每步至少要把 {weight_gb_06b} 权重从显存读一遍，按实测带宽 {bandwidth} 算，下限是 {floor_06b}"
                       "{floor_far_below_06b}，只占每步时间的 {floor_share_06b}：其余 {beyond_06b} 花在读权重以外的事上"
                       "（启动内核、注意力、采样、调度器、步与步之间的 API 服务器；这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token "
@@ -172,7 +172,7 @@ topic("capacity", facts={
                       "它在下限之外多用的 {beyond_8b} 是 0.6B 的 {beyond_8b_vs_06b}。H200 上（带宽 {bandwidth_h200}，"
                       "这一行测于较早的代码版本）0.6B 每个输出 token 用 {tpot_06b_h200}，下限 {floor_06b_h200}："
                       "带宽更高，每步却比 H100 上长{h200_step_longer}，原因还不清楚 {h200_step_longer_why}。",
-                "en": "For a small model, mostly the server. On an H100 with one request at a time, Qwen3-0.6B took "
+                "en": "For a small model, not the memory bandwidth: reading the weights is a small part of each step. On an H100 with one request at a time, Qwen3-0.6B took "
                       "{tpot_06b} per output token. Each step has to read its {weight_gb_06b} of weights from memory at "
                       "least once; at the measured bandwidth of {bandwidth} that floor is {floor_06b}"
                       "{floor_far_below_06b}, only {floor_share_06b} of a step: the other {beyond_06b} go to something "
@@ -181,7 +181,7 @@ topic("capacity", facts={
                       "{weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of {floor_8b}, "
                       "{floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory bandwidth "
                       "holds back. Its time beyond the floor, {beyond_8b}, is {beyond_8b_vs_06b} the 0.6B's. On the "
-                      "H200 (bandwidth {bandwidth_h200}; a row measured at older code) the 0.6B took {tpot_06b_h200} "
+                      "H200 (bandwidth {bandwidth_h200}; a row measured with older code) the 0.6B took {tpot_06b_h200} "
                       "per output token against a floor of {floor_06b_h200}: more bandwidth, yet a longer step than on "
                       "the H100{h200_step_longer}; why is not known {h200_step_longer_why}."},
         figure="decode-floor",
