@@ -3,6 +3,7 @@ run: a KV cache of a set size fills, and requests then queue; an fp8 cache holds
 (where the CPU can run one: AVX-512 or AMX); a --max-num-seqs below the requests in flight makes the others wait for
 their first token."""
 
+import pandas as pd
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
@@ -45,10 +46,18 @@ def test_a_full_kv_cache_queues_requests_and_fp8_holds_twice_the_tokens(measured
     floors = measured.frame(env, "capacity.decode_floor").set_index("model")
     assert set(floors.index) == {"tiny-Qwen3-0.6B", "Qwen3-0.6B"}
     for _, floor in floors.iterrows():
-        assert 0 < floor["floor_ms"] < floor["tpot_ms"]
+        assert floor["floor_ms"] > 0
         assert floor["floor_ms"] == pytest.approx(floor["weight_gb"] / floor["bandwidth_gb_s"] * 1000)
-    # the full-size model reads ~30x the tiny one's weights a step: its floor, and its time per token, are longer
+        # a step faster than the floor records no time beyond it (the row's floor share shows it)
+        if floor["tpot_ms"] < floor["floor_ms"]:
+            assert pd.isna(floor["beyond_floor_ms"]) and floor["floor_share_pct"] > 100
+        else:
+            assert floor["beyond_floor_ms"] == pytest.approx(floor["tpot_ms"] - floor["floor_ms"])
+    # the full-size model reads ~30x the tiny one's weights a step: its floor, and its time per token, are longer.
+    # Its 1.2 GB are no CPU cache's, so its steps cannot beat the copy's floor; the tiny model's 40 MB may sit in a
+    # large L3 cache and be read faster than a copy through main memory (CI hosts: 2.3 ms a step, 4.4 ms "floor").
     tiny, full = floors.loc["tiny-Qwen3-0.6B"], floors.loc["Qwen3-0.6B"]
+    assert full["floor_ms"] < full["tpot_ms"]
     assert full["weight_gb"] > 20 * tiny["weight_gb"] and full["tpot_ms"] > tiny["tpot_ms"]
     memory = measured.frame(env, "capacity.memory").iloc[0]
     # 4 MiB of a two-layer, one-KV-head, 64-wide cache: 512 bytes a token
