@@ -1156,7 +1156,7 @@ class ClaimRenderer:
     def _answer_html(self, found: facts.Topic, question: facts.Question, brief: bool = False) -> str:
         """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
         that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
-        it stands in for all such sentences. ``brief`` (the home page): disagreeing datasets are counted, not listed."""
+        it stands in for all such sentences. ``brief`` (the home page): see ``_other_figures``."""
         figures = len(self.figures)
         kept, missing = [], False
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
