@@ -8,7 +8,7 @@ from conftest import VLLM_HOW, python_imports, require, run_measure
 
 from measure.experiments.fidelity import CPU_SIZES
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timing]  # two clients timed against each other: alone, after the rest
 
 
 # Two rounds of fewer requests at one load point per workload (each point runs `vllm bench serve` once a round, and

@@ -69,7 +69,8 @@ DECODE_FLOOR = DatasetSchema(
         Column("bandwidth_gb_s", "float", "GB/s", "capacity.bandwidth of this device"),
         Column("floor_ms", "float", "ms", "weight_gb ÷ bandwidth_gb_s"),
         Column("output_tokens", "int", "tokens", "per request, ignore_eos"),
-        Column("rounds", "int", "", "rounds measured (after one warm-up)"),
+        Column("rounds", "int", "", "rounds that timed a step (after one warm-up): a round whose answers each came "
+               "in one message times none"),
         Column("tpot_ms", "float", "ms", "one request at a time: median over rounds of each round's median"),
         Column("tpot_ms_min", "float", "ms"),
         Column("tpot_ms_max", "float", "ms"),
@@ -227,24 +228,33 @@ class Capacity(Experiment):
             return
         f = s["floor"]
         load = ctx.load(server, workers=1)
-        tpots, cpu = [], 0.0
+        tpots, cpu, merged = [], 0.0, 0
         for r in range(f["rounds"] + 1):
             rng = random.Random(f"floor-{model.name}-{r}")
             batch = load.run([chat(server, f["prompt_words"], f["output_tokens"], rng) for _ in range(f["requests"])], 1)
             if r:
-                tpots.append(batch.summary().tpot_median_ms)
+                tpot_ms = batch.summary().tpot_median_ms
+                # 0 (or none): the answers' tokens came in one message, so no step can be timed from the stream
+                merged += not tpot_ms
+                tpots += [tpot_ms] if tpot_ms else []
                 cpu = max(cpu, batch.worker_cpu_max)
+        if merged:
+            ctx.log(f"  {model.name}: in {merged} of {f['rounds']} rounds the API server sent each answer in one "
+                    "message (it fell behind the engine: a CPU busy with other work?); those rounds time no step")
+        if not tpots:
+            ctx.log(f"  {model.name}: no round timed a decode step: no row (rerun capacity on an idle host)")
+            return
         weight_gb = decode_weight_bytes(json.loads((Path(model.path) / "config.json").read_text())) / 1e9
         floor_ms = weight_gb / bandwidth * 1000
         tpot = spread(tpots)
         ctx.log(f"  {model.name}: {tpot[0]:.2f} ms per token at one request; floor {floor_ms:.2f} ms")
         if tpot[0] < floor_ms:  # the copy understated the device: the row shows it (floor share over 100 %)
             ctx.log(f"  {model.name}: a step took less than the floor, so the copy's {bandwidth:.1f} GB/s understated "
-                    "this device (another process's memory traffic during the copy?); no time beyond the floor is "
-                    "recorded: rerun capacity on an idle host")
+                    "this device (another process's memory traffic during the copy, or a model small enough to be "
+                    "read from the CPU's cache); no time beyond the floor is recorded: rerun capacity on an idle host")
         ctx.record(DECODE_FLOOR, {"model": model.name, "weights": model.weights, "weight_gb": weight_gb,
                                   "bandwidth_gb_s": bandwidth, "floor_ms": floor_ms, "output_tokens": f["output_tokens"],
-                                  "rounds": f["rounds"], "tpot_ms": tpot[0], "tpot_ms_min": tpot[1],
+                                  "rounds": len(tpots), "tpot_ms": tpot[0], "tpot_ms_min": tpot[1],
                                   "tpot_ms_max": tpot[2], "floor_share_pct": 100 * floor_ms / tpot[0],
                                   "beyond_floor_ms": tpot[0] - floor_ms if tpot[0] >= floor_ms else None,
                                   "client_cpu_max": cpu}, derived_from=(BANDWIDTH,))

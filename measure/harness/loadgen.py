@@ -130,7 +130,7 @@ class Batch:
     wall_s: float
     workers: list[WorkerReport]
     concurrency: int
-    start: float = 0.0  # the common start, on the host's monotonic clock
+    start: float = 0.0  # the first request's send, on the host's monotonic clock
 
     @property
     def window(self) -> tuple[float, float]:
@@ -463,12 +463,15 @@ class LoadGenerator:
         shards = [Shard(self.base_url, self.headers, requests, share, start_at, self.timeout_s) for share in parts]
         reports = list(pool.map(run_shard, shards))
         timings = [t for r in reports for t in r.timings]
-        wall = max(t.end for t in timings) - start_at
+        # timed from the first request sent, as the bench times its run: a worker that woke after start_at (its
+        # batch still travelling to it on starved cores) adds nothing the server did
+        first = min(t.start for t in timings)
+        wall = max(t.end for t in timings) - first
         retried = sum(t.retried for t in timings)
         if retried:  # rare and harmless to the figures, but not silent
             print(f"load generator: {retried} of {len(timings)} requests sent again: the server closed their kept-alive "
                   "connection before any byte of an answer", file=sys.stderr)
-        return Batch(timings, wall, reports, concurrency, start_at)
+        return Batch(timings, wall, reports, concurrency, first)
 
     def close(self) -> None:
         if self._pool is not None:
