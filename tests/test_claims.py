@@ -527,7 +527,7 @@ def test_two_readings_of_one_dataset_are_told_apart_by_their_own_key(store):
     r = render(store)
     (verdict,) = Consistency(store, (quantity,)).verdicts
     sentence = r._verdict_sentence(verdict, "k")
-    assert "(encoding format float) 12,346 tok/s" in sentence and "(encoding format base64) 11,000 tok/s" in sentence
+    assert "(encoding format float) 12,346\u00a0tok/s" in sentence and "(encoding format base64) 11,000\u00a0tok/s" in sentence
 
 
 def test_a_value_the_words_rely_on_fails_the_build_when_the_data_say_otherwise(store):
@@ -551,3 +551,8 @@ def test_an_answer_links_each_data_file_once():
     a = '<a class="claim-src" href="d/x.csv" title="t">[env]</a>'
     b = '<a class="claim-src" href="d/y.csv" title="t">[env]</a>'
     assert once_per_source(f"1 ms{a}, 2 ms{a} and 3 ms{b}") == f"1 ms{a}, 2 ms and 3 ms{b}"
+    # a value the run was set to gives the link up to the first measured figure of its file, and keeps it where the
+    # answer cites none
+    setting = a.replace('class="claim-src"', 'class="claim-src claim-src-setting"')
+    assert once_per_source(f"at 0.9{setting}: 5 ms{a}, 6 ms{a}") == f"at 0.9: 5 ms{a}, 6 ms"
+    assert once_per_source(f"at 0.9{setting} and 0.8{setting}") == f"at 0.9{a} and 0.8"

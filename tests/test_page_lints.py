@@ -25,6 +25,7 @@ def test_a_unit_typed_after_a_fact_that_prints_it_is_flagged_with_page_and_line(
 @pytest.mark.parametrize("source, rendered", [
     ("显存\n与容量。\n  下一句", "显存与容量。下一句"),  # a wrapped zh paragraph (and its indented continuation) is one line
     ("GPU 上\nvLLM 的\n吞吐", "GPU 上\nvLLM 的吞吐"),  # beside a Latin word the break stays a space
+    ("独占 GPU。\n“装得下”\n的数", "独占 GPU。“装得下”的数"),  # Chinese quotes join as the characters do
     ("## 标题\n正文", "## 标题\n正文"),  # a heading stays a line of its own
     ("第一段\n\n第二段", "第一段\n\n第二段"),  # a paragraph break stays
     ("尚未\n<span class=\"m\">测量</span>\n<div>块</div>", "尚未<span class=\"m\">测量</span>\n<div>块</div>"),

@@ -325,10 +325,13 @@ class ClaimRenderer:
         colon, comma = ("：", "，") if self.lang == "zh" else (": ", ", ")
         return f"{t('conditions', self.lang)}{colon}" + comma.join(shown) if shown else ""
 
-    def _source_link(self, env: Environment, dataset: str) -> str:
+    def _source_link(self, env: Environment, dataset: str, setting: bool = False) -> str:
+        """The link to the data file; ``setting``: beside a value the run was set to, which once_per_source passes
+        over for a measured figure of the same file."""
         href = f"{self.data_url}{env.name}/{dataset}.csv"
         label = env.name
-        return f'<a class="claim-src" href="{html.escape(href)}" title="{title_attr_value(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
+        css = "claim-src" + (f" {SETTING_SOURCE}" if setting else "")
+        return f'<a class="{css}" href="{html.escape(href)}" title="{title_attr_value(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
 
     def _select(self, env: Environment, schema: DatasetSchema, where: dict) -> pd.DataFrame:
         """``select`` on ``env``'s rows, remembered on the store: each page's selections recur in both languages and in
@@ -466,7 +469,8 @@ class ClaimRenderer:
             verbatim = ' translate="no"' if column in VERBATIM_COLUMNS and isinstance(raw, str) else ""
             return (
                 f'<span class="claim-value {css}"{verbatim} title="{title_attr_value(title)}">'
-                f"{html.escape(text)}</span>{shown_range}{cited_mark}{guard}{self._source_link(candidate, dataset)}"
+                f"{html.escape(text)}</span>{shown_range}{cited_mark}{guard}"
+                f"{self._source_link(candidate, dataset, setting=col.role == SETTING)}"
             )
         self._fail_if_published(dataset, envs, f"{column} where {where or 'any row'}", missing_ok)
         note = self._dummy_note(dataset)
@@ -582,7 +586,7 @@ class ClaimRenderer:
         for name, value in condition:
             unit = unit_label(schema.column(name).unit, self.lang)
             shown = format_number(value, self.lang) if isinstance(value, (int, float)) else value_label(value, self.lang)
-            parts.append(f"{column_label(name, self.lang)} {shown}" + (f" {unit}" if unit else ""))
+            parts.append(f"{column_label(name, self.lang)} {shown}" + (f"\u00a0{unit}" if unit else ""))
         if not parts:
             return ""
         return ("（" + "，".join(parts) + "）") if self.lang == "zh" else (" (" + ", ".join(parts) + ")")
@@ -595,10 +599,11 @@ class ClaimRenderer:
         return column_label(quantity.members[0].column, self.lang)
 
     def _quantity_unit(self, quantity) -> str:
-        """' tok/s': the unit of the quantity's first member, in the reader's language ('' for none)."""
+        """' tok/s' (after a no-break space, as every number and its unit): the unit of the quantity's first member,
+        in the reader's language ('' for none)."""
         first = quantity.members[0]
         unit = self.store.schema(first.dataset).column(first.column).unit
-        return f" {unit_label(unit, self.lang)}" if unit else ""
+        return f"\u00a0{unit_label(unit, self.lang)}" if unit else ""
 
     @property
     def consistency(self) -> Consistency:
@@ -1317,21 +1322,28 @@ def _plotly_text(v):
     return v.translate(PLOTLY_SAFE) if isinstance(v, str) else v
 
 
-SOURCE_LINK = re.compile(r'<a class="claim-src" [^>]*>[^<]*</a>')
+SETTING_SOURCE = "claim-src-setting"
+SOURCE_LINK = re.compile(rf'<a class="claim-src(?: {SETTING_SOURCE})?" [^>]*>[^<]*</a>')
 
 
 def once_per_source(answer_html: str) -> str:
-    """An answer's source tags, each (environment, dataset) once: the first figure from a data file carries its
-    link; a dozen identical tags in one paragraph buried the numbers on a phone."""
-    seen: set[str] = set()
+    """An answer's source tags, each (environment, dataset) once: a dozen identical tags in one paragraph buried the
+    numbers on a phone. The first measured figure from a data file carries its link; a value the run was set to
+    (0.9 of --gpu-memory-utilization) carries it only where the answer cites no measured figure of that file."""
+    links = list(SOURCE_LINK.finditer(answer_html))
+    plain = [m.group(0).replace(f" {SETTING_SOURCE}", "") for m in links]
+    keep: dict[str, int] = {}
+    for i, link in enumerate(plain):
+        if link not in keep or (SETTING_SOURCE in links[keep[link]].group(0) and SETTING_SOURCE not in links[i].group(0)):
+            keep[link] = i
+    kept = set(keep.values())
+    index = iter(range(len(links)))
 
-    def first(match: re.Match) -> str:
-        if match.group(0) in seen:
-            return ""
-        seen.add(match.group(0))
-        return match.group(0)
+    def shown(match: re.Match) -> str:
+        i = next(index)
+        return plain[i] if i in kept else ""
 
-    return SOURCE_LINK.sub(first, answer_html)
+    return SOURCE_LINK.sub(shown, answer_html)
 
 
 FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")

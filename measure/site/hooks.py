@@ -42,7 +42,8 @@ def on_page_markdown(markdown, page, **kwargs):
 # A line break inside a paragraph renders as a space, and Chinese puts none between its characters: where a zh
 # source line ends with a CJK character (or full-width punctuation) and the next begins with one, the two lines are
 # joined. A break beside a Latin word keeps its space, which Chinese text does put there. Code blocks stay as written.
-_CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+# Chinese text quotes with curly quotes and uses the em dash and ellipsis of general punctuation: these count too.
+_CJK = "\u2014\u2018\u2019\u201c\u201d\u2026\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
 _INLINE_TAG = r"</?(?:span|a|strong|em|code|abbr|sup|sub|b|i)\b[^>\n]*>"  # what a fact or a mark renders as
 _CJK_BREAK = re.compile(f"(?<=[{_CJK}])((?:{_INLINE_TAG})*)\n[ \t]*(?=(?:{_INLINE_TAG})*[{_CJK}])")
 _FENCE = re.compile(r"^([ \t]*(?:```|~~~))", re.MULTILINE)
