@@ -1158,10 +1158,10 @@ class ClaimRenderer:
         return (f'<div class="page-answers"><p class="page-answers-title">{t("answers", self.lang)}</p>'
                 f'<dl>{"".join(items)}</dl></div>')
 
-    def _answer_html(self, found: facts.Topic, question: facts.Question, brief: bool = False) -> str:
+    def _answer_html(self, found: facts.Topic, question: facts.Question) -> str:
         """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
         that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
-        it stands in for all such sentences. ``brief`` (the home page): see ``_other_figures``."""
+        it stands in for all such sentences. Figures other datasets measured differently: see ``_other_figures``."""
         figures = len(self.figures)
         kept, missing = [], False
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
@@ -1175,18 +1175,19 @@ class ClaimRenderer:
                 kept.append(html_out)
         body = once_per_source(("" if self.lang == "zh" else " ").join(kept))
         if kept:
-            body += self._other_figures(self.figures[figures:], brief)
+            body += self._other_figures(self.figures[figures:])
         if missing:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
                 f' <span class="answer-unsettled">{flags_as_code(inline_code(unsettled))}</span>' if unsettled else "")
         return body
 
-    def _other_figures(self, figures: list[Figure], brief: bool = False) -> str:
+    def _other_figures(self, figures: list[Figure]) -> str:
         """One quantity, one story: where an answer cites a figure that other datasets measure differently (and
         says no condition that explains it, ``differs=``), the answer shows them all, side by side in one unit —
         once a page: a later answer citing the same figures keeps its 未确认 mark, not a second copy of the note.
-        ``brief`` (the home page): one line counts them and opens onto the same figures."""
+        One line after the answer counts them and opens onto the figures: written out in the answer, two such notes
+        buried the answer they qualify (the method page's first)."""
         done = {_verdict_id(v) for v in self.verdicts_shown}
         disagreeing, sentences = [], []
         for figure in figures:
@@ -1200,8 +1201,6 @@ class ClaimRenderer:
                              f'{"。" if self.lang == "zh" else "."}</span>')
         if not disagreeing:
             return ""
-        if not brief:
-            return "".join(" " + s for s in sentences)
         summary = t("same_quantity_brief" if len(disagreeing) > 1 else "same_quantity_brief_one", self.lang).format(
             count=len(disagreeing), spread=f"{max(v.spread for v in disagreeing):.0%}")
         return (f' <details class="answer-same-quantity-brief"><summary>{html.escape(summary)}</summary>'
@@ -1215,7 +1214,7 @@ class ClaimRenderer:
             if not found.questions or not found.has_page:
                 continue
             first, *rest = found.questions
-            answered = self._answer_html(found, first, brief=True)
+            answered = self._answer_html(found, first)
             more = "".join(f'<li><a href="{html.escape(found.name)}/#{html.escape(q.figure)}">'
                            f"{flags_as_code(html.escape(q.ask[self.lang]))}</a></li>" for q in rest)
             sections.append(
