@@ -15,18 +15,13 @@ POINT = {"point": "high load", "concurrency": 4, "api_server_count": 2, "request
 SIZES = {"fidelity_interval": {"points": [POINT], "words": 16, "output_tokens": 16, "rounds": 3, "workers": 1}}
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    require(python_imports("import vllm, aiohttp, scipy"), "vLLM (with vllm bench serve) and scipy", VLLM_HOW)
-    root = tmp_path_factory.mktemp("fid")
-    run_measure(root, "fid-cpu", "fidelity_interval", sizes=SIZES, worker_in_engine=False)
+def test_the_fidelity_ratio_has_a_confidence_interval_from_paired_rounds(tmp_path):
     from measure.site.scan import make_store
 
-    return root, make_store(root / "data")
-
-
-def test_the_fidelity_ratio_has_a_confidence_interval_from_paired_rounds(measured):
-    root, store = measured
+    require(python_imports("import vllm, aiohttp, scipy"), "vLLM (with vllm bench serve) and scipy", VLLM_HOW)
+    root = tmp_path
+    run_measure(root, "fid-cpu", "fidelity_interval", sizes=SIZES, worker_in_engine=False)
+    store = make_store(root / "data")
     ratio = store.frame(store.env("fid-cpu"), "fidelity_interval.ratio").set_index("metric")
     # every round has a throughput; a latency may lack a pair (the bench reports ITL 0 when a busy API server sent
     # a whole answer in one message), and then counts fewer rounds
