@@ -173,7 +173,7 @@ def test_compare_renders_the_ratio_of_two_named_values_and_fails_when_the_senten
     ours, article = r.numbers["ours"], r.numbers["article"]
     assert ours < article  # the fixture's premise: ours (12,346) below the article's (21,900)
     html = r.compare("ours", "<", "article")
-    assert f"{ours / article:.2f} 倍" in html and r.claims[-1].status == "measured"
+    assert f"{ours / article:.2f}\u00a0倍" in html and r.claims[-1].status == "measured"
     assert r.compare("ours", "<", "article", show=False) == ""
     with pytest.raises(SchemaError, match="ours .* is larger .*than article"):
         r.compare("ours", ">", "article")
@@ -556,3 +556,10 @@ def test_an_answer_links_each_data_file_once():
     setting = a.replace('class="claim-src"', 'class="claim-src claim-src-setting"')
     assert once_per_source(f"at 0.9{setting}: 5 ms{a}, 6 ms{a}") == f"at 0.9: 5 ms{a}, 6 ms"
     assert once_per_source(f"at 0.9{setting} and 0.8{setting}") == f"at 0.9{a} and 0.8"
+
+
+def test_a_number_and_its_unit_stay_together_and_a_factor_reads_as_one():
+    from measure.site.labels import with_unit
+
+    assert with_unit("16", "%", "en") == "16\u00a0%" and with_unit("16", "", "en") == "16"
+    assert with_unit("1.15", "×", "en") == "1.15×" and with_unit("1.15", "×", "zh") == "1.15\u00a0倍"

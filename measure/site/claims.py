@@ -29,7 +29,7 @@ from babel.numbers import format_decimal
 from measure.schema import CLIENT_LOAD, SATURATED, SETTING, DatasetSchema, SchemaError, UnknownName
 from measure.site import facts
 from measure.site.consistency import Consistency, consistency_for
-from measure.site.labels import column_label, model_label, unit_label, value_label
+from measure.site.labels import column_label, model_label, unit_label, value_label, with_unit
 from measure.store import Environment, Store, select
 
 
@@ -436,9 +436,8 @@ class ClaimRenderer:
             if round_down and numeric:
                 number = math.floor(number * 10 ** (digits or 0)) / 10 ** (digits or 0)
             shown_unit = unit_label(col.unit, self.lang) if unit is None else unit
-            # a no-break space: "16 ⏎ %" at a line's end reads as two things
-            text = format_number(value_label(number, self.lang), self.lang, digits) + (
-                ("\u00a0" if numeric else " ") + shown_unit if shown_unit else "")
+            shown = format_number(value_label(number, self.lang), self.lang, digits)
+            text = with_unit(shown, shown_unit, self.lang) if numeric else shown + (f" {shown_unit}" if shown_unit else "")
             status = "cited" if candidate.cited else "measured"
             reasons = self.row_reasons(schema, rows.iloc[0], tolerance, column)
             note = ""
@@ -636,10 +635,9 @@ class ClaimRenderer:
         self._record(key=key, kind="compare", status="measured", detail=f"{ratio:.3g}", text=words)
         if not show:
             return ""
-        unit = " 倍" if self.lang == "zh" else "×"
         ratio_of = f"{self.texts.get(left, left)} / {self.texts.get(right, right)}"
         return (f'<span class="claim-value claim-compare" title="{title_attr_value(ratio_of)}">'
-                f"{html.escape(format_number(ratio, self.lang, digits))}{unit}</span>")
+                f"{html.escape(with_unit(format_number(ratio, self.lang, digits), '×', self.lang))}</span>")
 
     def _fail_if_published(self, dataset: str, envs: list[Environment], what: str, missing_ok: bool) -> None:
         """A claim that found nothing in a dataset these environments do publish is an error, not 未实测."""
@@ -1139,7 +1137,7 @@ class ClaimRenderer:
                      detail="; ".join(c.detail for c in open_) or ", ".join(sorted({f.env for f in sides})), text=words)
         links = self._source_link(self.store.env(sides[0].env), sides[0].dataset) if sides else ""  # the rate's
         guard = self.badge("unconfirmed", "; ".join(c.detail for c in open_)) if open_ else ""
-        text = format_number(number, self.lang, spec.digits) + "\u00a0" + unit_label(spec.unit, self.lang)
+        text = with_unit(format_number(number, self.lang, spec.digits), unit_label(spec.unit, self.lang), self.lang)
         return (f'<span class="claim-value claim-measured claim-product" title="{title_attr_value(words)}">'
                 f"{html.escape(text)}</span>{guard}{links}")
 
