@@ -250,9 +250,9 @@ def test_an_answer_counts_disagreeing_datasets_and_opens_onto_them(real_store):
     """On the home page and in a topic page's answers alike: written out, two notes buried the answer they qualify."""
     from measure.site.claims import ClaimRenderer
 
-    for lang, listed, counted in (("en", "the ranges these 2 measurements recorded do not overlap",
+    for lang, listed, counted in (("en", "these 2 measurements disagree",
                                    "2 of the figures above are unconfirmed"),
-                                  ("zh", "这 2 次测量记录的范围并不重叠", "上面有 2 个数字标为未确认")):
+                                  ("zh", "这 2 次测量彼此不一致", "上面有 2 个数字标为未确认")):
         page = ClaimRenderer(real_store, lang, f"method.{lang}.md").answers("method")
         home = ClaimRenderer(real_store, lang, f"index.{lang}.md").site_answers()
         first_answer = page.split("<dd>")[1].split("</dd>")[0]

@@ -22,16 +22,25 @@ def test_a_unit_typed_after_a_fact_that_prints_it_is_flagged_with_page_and_line(
         assert len(found) == 1 and str(found[0]).startswith(f"page.{lang}.md:3: {flagged} typed after")
 
 
-@pytest.mark.parametrize("source, rendered", [
-    ("显存\n与容量。\n  下一句", "显存与容量。下一句"),  # a wrapped zh paragraph (and its indented continuation) is one line
-    ("GPU 上\nvLLM 的\n吞吐", "GPU 上\nvLLM 的吞吐"),  # beside a Latin word the break stays a space
-    ("独占 GPU。\n“装得下”\n的数", "独占 GPU。“装得下”的数"),  # Chinese quotes join as the characters do
-    ("## 标题\n正文", "## 标题\n正文"),  # a heading stays a line of its own
-    ("第一段\n\n第二段", "第一段\n\n第二段"),  # a paragraph break stays
-    ("尚未\n<span class=\"m\">测量</span>\n<div>块</div>", "尚未<span class=\"m\">测量</span>\n<div>块</div>"),
-    ("前\n```\n代码\n行\n```\n后\n面", "前\n```\n代码\n行\n```\n后面"),  # code is left as written
+@pytest.mark.parametrize("html, shown", [
+    ("<p>显存\n与容量。\n  下一句</p>", "<p>显存与容量。下一句</p>"),  # a wrapped zh paragraph is one line
+    ("<p>GPU 上\nvLLM 的\n吞吐</p>", "<p>GPU 上\nvLLM 的吞吐</p>"),  # beside a Latin word the break stays a space
+    ("<p>独占 GPU。\n“装得下”\n的数</p>", "<p>独占 GPU。“装得下”的数</p>"),  # Chinese quotes join as characters do
+    ("<p>会怎样，\nfp8 缓存</p>", "<p>会怎样，fp8 缓存</p>"),  # full-width punctuation has its own room
+    ("<p><strong>为什么。</strong> 一个\n<a href=\"m\">方法</a>页</p>",
+     "<p><strong>为什么。</strong>一个<a href=\"m\">方法</a>页</p>"),  # through inline tags
+    ("<p>7.0 倍 （见下） 和 “最大并发” 28 倍</p>", "<p>7.0 倍（见下）和“最大并发”28 倍</p>"),  # a number keeps its space
+    ('<p>是 <span class="v">7.0 倍</span><a class="claim-src" href="x">[env]</a> 和</p>',
+     '<p>是 <span class="v">7.0 倍</span><a class="claim-src" href="x">[env]</a>和</p>'),  # a source link looked through
+    ("<h2>标题</h2>\n<p>正文。</p>\n<p>第二段</p>", "<h2>标题</h2>\n<p>正文。</p>\n<p>第二段</p>"),  # blocks stay apart
+    ("<p>前</p>\n<pre><code>代码， 行\n行</code></pre>\n<p>后\n面 <code>a， b</code></p>",
+     "<p>前</p>\n<pre><code>代码， 行\n行</code></pre>\n<p>后面 <code>a， b</code></p>"),  # code as written
+    ("<p>计数器：\n<code>a</code>、\n<code>b</code> 和 <code>c</code></p>",
+     "<p>计数器：<code>a</code>、<code>b</code> 和 <code>c</code></p>"),  # after punctuation, code is a word like others
+    ('<p>图</p><script type="application/json">{"a": "中 文，  x"}</script>',
+     '<p>图</p><script type="application/json">{"a": "中 文，  x"}</script>'),  # chart data as written
 ])
-def test_a_zh_line_break_between_chinese_characters_renders_no_space(source, rendered):
-    from measure.site.hooks import join_cjk_lines
+def test_a_zh_page_shows_no_space_between_chinese_characters_or_around_their_punctuation(html, shown):
+    from measure.site.hooks import tighten_zh
 
-    assert join_cjk_lines(source) == rendered
+    assert tighten_zh(html) == shown

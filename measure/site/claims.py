@@ -90,15 +90,16 @@ TEXT = {
     # the figure is a median over single timed requests (no repeats or rounds column): say so
     "range_requests": {"zh": "{n} 个请求，范围 {low}–{high}", "en": "{n} requests, {low}–{high}"},
     "agree": {
-        "zh": "这 {count} 次测量记录的范围相互重叠，彼此一致",
-        "en": "the ranges these {count} measurements recorded overlap: they agree",
+        "zh": "这 {count} 次测量记录的范围相互重叠，彼此一致：{figures}",
+        "en": "the ranges these {count} measurements recorded overlap, so they agree: {figures}",
     },
     "disagree": {
-        "zh": "这 {count} 次测量记录的范围并不重叠，彼此不一致（相差 {spread}），因此都标为未确认：{figures}",
-        "en": "the ranges these {count} measurements recorded do not overlap: they disagree ({spread} apart), so each "
-              "is marked unconfirmed: {figures}",
+        "zh": "这 {count} 次测量彼此不一致，相差 {spread}，超出了各自记录的范围（没有记录范围的，超出了容差），"
+              "因此都标为未确认：{figures}",
+        "en": "these {count} measurements disagree, {spread} apart, more than their recorded ranges (or, where none "
+              "was recorded, the tolerance) allow, so each is marked unconfirmed: {figures}",
     },
-    "same_quantity": {"zh": "其他数据集也测了同一个量：", "en": "Other datasets measure the same quantity: "},
+    "same_quantity": {"zh": "其他数据集也测了同一个量，", "en": "Other datasets measure the same quantity; "},
     "same_quantity_brief": {
         "zh": "上面有 {count} 个数字标为未确认：其他数据集测得的结果与它们最多相差 {spread}。展开对比",
         "en": "{count} of the figures above are unconfirmed: other datasets measured them up to {spread} apart. Open to "
@@ -249,6 +250,7 @@ class Figure:
     column: str
     verdict: object  # consistency.Verdict | None
     differs: str | None
+    value: float | None = None  # as the data hold it (before a page's scale): what the verdict's readings compare
 
 
 @dataclass
@@ -428,7 +430,8 @@ class ClaimRenderer:
             if len(rows) == 0 or pd.isna(rows.iloc[0][column]):
                 continue
             raw = rows.iloc[0][column]
-            if expect is not None and (raw.item() if hasattr(raw, "item") else raw) != expect:
+            raw = raw.item() if hasattr(raw, "item") else raw  # numpy's int64 is no int: its unit lost the no-break space
+            if expect is not None and raw != expect:
                 raise SchemaError(f"{self.page}: the text relies on {dataset}.{column} where {where} in {candidate.name} "
                                   f"being {expect!r}, but it is {raw!r}; rewrite the sentence or re-check the data")
             numeric = isinstance(raw, (int, float)) and not isinstance(raw, bool)
@@ -446,7 +449,7 @@ class ClaimRenderer:
                 reasons += agreement
                 self.figures.append(Figure(claim_key, candidate.name, dataset, column,
                                            self.consistency.for_figure(candidate.name, dataset, column, rows.iloc[0]),
-                                           differs))
+                                           differs, raw if numeric else None))
             elif differs is not None:
                 raise UnknownName(f"{self.page}: differs= on a cited figure; it applies to our own measurements")
             reason = "; ".join(reasons)
@@ -455,7 +458,7 @@ class ClaimRenderer:
                          detail=reason or candidate.name, text=f"{words} · {candidate.label(self.lang)}",
                          names=_verbatim_names(where))
             self._remember(claim_key, number)
-            css = "claim-cited" if candidate.cited else "claim-measured"
+            css = ("claim-cited" if candidate.cited else "claim-measured") + (" claim-number" if numeric else "")
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
             spread = self._range_text(schema, rows.iloc[0], column, scale, digits)
@@ -464,7 +467,8 @@ class ClaimRenderer:
                                   f"{candidate.name} ({column}_min/_max)")
             title = self.provenance_text(candidate, dataset) + "".join(
                 f" · {x}" for x in (self._conditions_text(where), spread, note) if x)
-            shown_range = f'<span class="claim-range"> ({html.escape(spread)})</span>' if show_range else ""
+            open_, close = ("（", "）") if self.lang == "zh" else (" (", ")")
+            shown_range = f'<span class="claim-range">{open_}{html.escape(spread)}{close}</span>' if show_range else ""
             verbatim = ' translate="no"' if column in VERBATIM_COLUMNS and isinstance(raw, str) else ""
             return (
                 f'<span class="claim-value {css}"{verbatim} title="{title_attr_value(title)}">'
@@ -517,9 +521,8 @@ class ClaimRenderer:
         """The agreement sentence for ``verdict``: agreeing figures in a word, disagreeing ones side by side, each
         with its dataset and the quantity's unit, so the reader sees every figure of the quantity in one unit."""
         self.verdicts_shown.append(verdict)
-        readings = ", ".join(f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang, 0)}"
-                             for r in verdict.readings)
         unit = self._quantity_unit(verdict.quantity)
+        readings = self._readings(verdict, unit)
         # A dataset that repeats another's row (the prefill table's embeddings row) is one measurement, not two.
         distinct = {}
         for r in verdict.readings:
@@ -529,14 +532,14 @@ class ClaimRenderer:
         figures = separator.join(
             f"{self._dataset_words(r.dataset)}"
             + (self._condition_words(r.dataset, r.condition) if per_dataset[r.dataset] > 1 else "")
-            + f" {format_number(v, self.lang, 0)}{unit}"
-            + (f"{open_}{format_number(lo, self.lang, 0)}–{format_number(hi, self.lang, 0)}{close}" if lo != hi else "")
+            + f" {format_number(v, self.lang)}{unit}"
+            + (f"{open_}{format_number(lo, self.lang)}–{format_number(hi, self.lang)}{close}" if lo != hi else "")
             for (v, lo, hi), r in distinct.items())
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
-            count=len(distinct), spread=f"{verdict.spread:.0%}", figures=figures)
+            count=len(distinct), spread=self._percent(verdict.spread), figures=figures)
         self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
                      dataset=verdict.readings[0].dataset, detail=text,
-                     text=f"{self._quantity_words(verdict.quantity)}: {readings}")
+                     text=self._quantity_words(verdict.quantity) + ("：" if self.lang == "zh" else ": ") + readings)
         return f'<span class="claim-agreement" title="{title_attr_value(readings)}">{html.escape(text)}</span>'
 
     def _agreement(self, env: str, dataset: str, column: str, row, differs: str | None) -> tuple[list[str], str]:
@@ -573,10 +576,18 @@ class ClaimRenderer:
         return reasons
 
     def _disagreement(self, verdict) -> str:
-        figures = ", ".join(f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang, 0)}"
-                            for r in verdict.readings)
-        return t("inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity), figures=figures,
-                                                   spread=f"{verdict.spread:.0%}")
+        return t("inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity),
+                                                   figures=self._readings(verdict, self._quantity_unit(verdict.quantity)),
+                                                   spread=self._percent(verdict.spread))
+
+    def _readings(self, verdict, unit: str) -> str:
+        """'“Dataset” 43.2 ms, “Other” 62 ms': each reading with its dataset, to three significant digits."""
+        return ("、" if self.lang == "zh" else ", ").join(
+            f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang)}{unit}" for r in verdict.readings)
+
+    def _percent(self, share: float) -> str:
+        """0.44 as '44 %', as the site prints a percentage."""
+        return with_unit(format_number(share * 100, self.lang, 0), "%", self.lang)
 
     def _condition_words(self, dataset: str, condition: tuple) -> str:
         """What tells a reading from another of its dataset, in words: ' at processor cache 4 GiB'."""
@@ -636,7 +647,7 @@ class ClaimRenderer:
         if not show:
             return ""
         ratio_of = f"{self.texts.get(left, left)} / {self.texts.get(right, right)}"
-        return (f'<span class="claim-value claim-compare" title="{title_attr_value(ratio_of)}">'
+        return (f'<span class="claim-value claim-compare claim-number" title="{title_attr_value(ratio_of)}">'
                 f"{html.escape(with_unit(format_number(ratio, self.lang, digits), '×', self.lang))}</span>")
 
     def _fail_if_published(self, dataset: str, envs: list[Environment], what: str, missing_ok: bool) -> None:
@@ -699,12 +710,12 @@ class ClaimRenderer:
         text = t("saturated_rows", self.lang).format(count=count)
         self._record(key=f"{claim_key}:saturated", kind="unconfirmed", status="unconfirmed", dataset=schema.name,
                      detail=text)
-        return f'<p class="claim-saturated">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
+        return f'<p class="claim-saturated">{self.badge("unconfirmed", text)} {html.escape(units_kept(text))}</p>'
 
     def unconfirmed(self, key: str, reason: str) -> str:
         """A statement whose cause is not established; the reason is shown in the page's language."""
         self._record(key=key, kind="unconfirmed", status="unconfirmed", detail=reason)
-        return f'{self.badge("unconfirmed", reason)}<span class="claim-reason">{html.escape(reason)}</span>'
+        return f'{self.badge("unconfirmed", reason)}<span class="claim-reason">{html.escape(units_kept(reason))}</span>'
 
     def not_measured(self, key: str, what: str = "") -> str:
         """A statement no experiment of ours covers yet (say what would measure it in ``what``)."""
@@ -782,7 +793,7 @@ class ClaimRenderer:
         if tolerance and flagged:
             text = t("flagged_rows", self.lang).format(count=flagged)
             self._record(key=f"{claim_key}:flagged", kind="unconfirmed", status="unconfirmed", dataset=dataset, detail=text)
-            missing += f'<p class="claim-flagged">{self.badge("unconfirmed", text)} {html.escape(text)}</p>'
+            missing += f'<p class="claim-flagged">{self.badge("unconfirmed", text)} {html.escape(units_kept(text))}</p>'
         if status == "not_measured":
             missing += f'<p class="claim-missing">{self.badge("not_measured")} {t("ours_missing", self.lang)}</p>'
         return self._all_data(dataset, frames, html_table + missing) if collapsed else html_table + missing
@@ -1138,7 +1149,7 @@ class ClaimRenderer:
         links = self._source_link(self.store.env(sides[0].env), sides[0].dataset) if sides else ""  # the rate's
         guard = self.badge("unconfirmed", "; ".join(c.detail for c in open_)) if open_ else ""
         text = with_unit(format_number(number, self.lang, spec.digits), unit_label(spec.unit, self.lang), self.lang)
-        return (f'<span class="claim-value claim-measured claim-product" title="{title_attr_value(words)}">'
+        return (f'<span class="claim-value claim-measured claim-product claim-number" title="{title_attr_value(words)}">'
                 f"{html.escape(text)}</span>{guard}{links}")
 
     def answers(self, topic: str) -> str:
@@ -1187,20 +1198,21 @@ class ClaimRenderer:
         One line after the answer counts them and opens onto the figures: written out in the answer, two such notes
         buried the answer they qualify (the method page's first)."""
         done = {_verdict_id(v) for v in self.verdicts_shown}
-        disagreeing, sentences = [], []
+        disagreeing, sentences, gaps = [], [], []
         for figure in figures:
             verdict = figure.verdict
             if verdict is None or verdict.agree or figure.differs is not None or _verdict_id(verdict) in done:
                 continue
             done.add(_verdict_id(verdict))
             disagreeing.append(verdict)
+            gaps.append(_gap(figure.value, verdict) if figure.value is not None else verdict.spread)
             sentence = self._verdict_sentence(verdict, f"agreement:{verdict.quantity.name}:{verdict.env}:{verdict.group}")
             sentences.append(f'<span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
                              f'{"。" if self.lang == "zh" else "."}</span>')
         if not disagreeing:
             return ""
         summary = t("same_quantity_brief" if len(disagreeing) > 1 else "same_quantity_brief_one", self.lang).format(
-            count=len(disagreeing), spread=f"{max(v.spread for v in disagreeing):.0%}")
+            count=len(disagreeing), spread=self._percent(max(gaps)))
         return (f' <details class="answer-same-quantity-brief"><summary>{html.escape(summary)}</summary>'
                 f'{" ".join(sentences)}</details>')
 
@@ -1250,6 +1262,13 @@ MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "c
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
 # enough (an escaped <img onerror> still ran in Chromium): text from data gets look-alike characters instead.
 PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
+
+
+def _gap(value: float, verdict) -> float:
+    """How far the other readings of ``verdict`` lie from ``value``, as a verdict's spread is counted (largest ÷
+    smallest − 1): the figure a reader saw, not the whole group's spread."""
+    values = [r.value for r in verdict.readings]
+    return max(max(values) / value, value / min(values)) - 1 if value > 0 else verdict.spread
 
 
 def _verdict_id(verdict) -> tuple:
@@ -1344,6 +1363,14 @@ def once_per_source(answer_html: str) -> str:
 
 
 FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+UNIT_AFTER_NUMBER = re.compile(r"(?<=\d) (?=(?:%|ms|s|GiB|GB|MiB|tok/s|req/s|cores?|×)(?![\w/]))")
+
+
+def units_kept(text: str) -> str:
+    """Generated words (a reason, a note) with each number's unit after a no-break space, as figures have it."""
+    return UNIT_AFTER_NUMBER.sub("\u00a0", text)
 
 
 def flags_as_code(escaped: str) -> str:

@@ -115,7 +115,7 @@ topic("pooling", facts={
         answer={"zh": "一个请求带 1,024 条、每条约 {tokens_per_input} 的输入，一次只发一个请求时，Qwen3-Embedding-0.6B"
                       "（虚拟权重，vLLM 0.26.0）float 输出的吞吐为 {float_1024}，base64 输出为 {base64_1024}。"
                       "改成每个请求一条输入（每条约 {single_tokens}）、64 个请求同时在途（float 输出）时，"
-                      "每秒处理 {single_req_s}，即 {single_tok_s}，是上面 float 整批的 {single_vs_batch}。",
+                      "处理速度为 {single_req_s}，即 {single_tok_s}，是上面 float 整批的 {single_vs_batch}。",
                 "en": "With 1,024 inputs of about {tokens_per_input} each in one request, one request at a time, "
                       "Qwen3-Embedding-0.6B (dummy weights, vLLM 0.26.0) embedded {float_1024} with float output and "
                       "{base64_1024} with base64. Sent as single-input requests of about {single_tokens} each, 64 in "
@@ -177,7 +177,7 @@ topic("pooling", facts={
     Question(
         ask={"zh": "给 100 篇长文档重排要多久？", "en": "How long does reranking 100 long documents take?"},
         answer={"zh": "一个查询、100 篇各 1,024 个词的文档放在一个 /rerank 请求里，Qwen3-Reranker-0.6B（虚拟权重）"
-                      "的延迟中位数是 {rerank_100_1k_p50}，p99 是 {rerank_100_1k_p99}，每秒打分 {rerank_100_1k_pairs}；"
+                      "的延迟中位数是 {rerank_100_1k_p50}，p99 是 {rerank_100_1k_p99}，打分速度为 {rerank_100_1k_pairs}；"
                       "文档加长到 4,096 个词时是 {rerank_100_4k_p50}（{rerank_100_4k_pairs}），只有 10 篇时是 "
                       "{rerank_10_4k_p50}。",
                 "en": "One query and 100 documents of 1,024 words each in one /rerank request took Qwen3-Reranker-0.6B "
