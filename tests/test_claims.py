@@ -574,3 +574,14 @@ def test_a_note_counts_how_far_the_other_readings_lie_from_the_figure_shown():
     verdict = SimpleNamespace(readings=[SimpleNamespace(value=v) for v in (43.2, 47.5, 62.0, 43.8, 44.2)], spread=0.435)
     assert _gap(47.5, verdict) == pytest.approx(62.0 / 47.5 - 1)
     assert _gap(43.2, verdict) == pytest.approx(62.0 / 43.2 - 1)
+
+
+def test_a_range_unconfirmed_at_both_ends_for_one_reason_carries_one_mark():
+    from measure.site.claims import one_mark_per_range
+
+    mark = '<span class="claim-badge claim-unconfirmed" title="saturated">Unconfirmed</span>'
+    other = mark.replace("saturated", "another reason")
+    low, high = ('<span class="claim-value claim-measured" title="t">1.1×</span>',
+                 '<span class="claim-value claim-measured" title="t">1.3×</span>')
+    assert one_mark_per_range(f"{low}{mark}–{high}{mark}).") == f"{low}–{high}{mark})."
+    assert one_mark_per_range(f"{low}{mark}–{high}{other}") == f"{low}{mark}–{high}{other}"  # two reasons stay two

@@ -1182,7 +1182,7 @@ class ClaimRenderer:
                 missing = True
             else:
                 kept.append(html_out)
-        body = once_per_source(("" if self.lang == "zh" else " ").join(kept))
+        body = one_mark_per_range(once_per_source(("" if self.lang == "zh" else " ").join(kept)))
         if kept:
             body += self._other_figures(self.figures[figures:])
         if missing:
@@ -1363,6 +1363,16 @@ def once_per_source(answer_html: str) -> str:
 
 
 FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+RANGE_MARKED_TWICE = re.compile(
+    r'(<span class="claim-badge claim-unconfirmed"[^>]*>[^<]*</span>)(–<span class="claim-value[^"]*"[^>]*>[^<]*</span>)\1')
+
+
+def one_mark_per_range(answer_html: str) -> str:
+    """'1.136× 未确认–1.328× 未确认' as '1.136×–1.328× 未确认': a range whose ends are unconfirmed for one reason is
+    one unconfirmed range (the answers' badges, one on each end, outnumbered their words on a phone)."""
+    return RANGE_MARKED_TWICE.sub(r"\2\1", answer_html)
 
 
 UNIT_AFTER_NUMBER = re.compile(r"(?<=\d) (?=(?:%|ms|s|GiB|GB|MiB|tok/s|req/s|cores?|×)(?![\w/]))")
