@@ -1290,3 +1290,15 @@ def test_the_copy_bandwidth_is_the_best_window_so_a_neighbours_burst_does_not_lo
     assert result["bandwidth_gb_s"] == max(result["window_gb_s"]) > 5 * result["window_gb_s"][0]
     # a copy reads and writes each byte: 8 MiB copied 100 times in 0.1 s counts 2 × 8 MiB × 1,000 a second
     assert result["window_gb_s"][1:] == pytest.approx([2 * (8 << 20) * 100 / 0.1 / 1e9] * 3)
+
+
+def test_a_decode_step_is_timed_only_from_streams_that_carried_their_tokens():
+    from measure.experiments.capacity import stream_tpot_ms
+    from measure.harness.loadgen import Timing
+
+    # 16 tokens in 16 messages 10 ms apart: 10 ms a step; the same answer merged into 2 messages by a starved API
+    # server (its first and last arriving together) times nothing
+    streamed = Timing(True, 0.0, 0.16, ttft_s=0.01, itl_s=[0.01] * 15, output_tokens=16)
+    merged = Timing(True, 0.0, 0.1602, ttft_s=0.16, itl_s=[0.0002], output_tokens=16)
+    assert stream_tpot_ms([streamed, merged]) == pytest.approx(10.0)
+    assert stream_tpot_ms([merged]) is None

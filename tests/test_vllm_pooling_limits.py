@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timing]  # its assertions compare rates and latencies: alone, after the rest
 
 
 EMBEDDING_BATCHING = {"input_words": [16], "inputs_per_request": [1, 16], "concurrency": [1, 4], "min_requests": 8,

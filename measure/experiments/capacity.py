@@ -144,6 +144,16 @@ def chat(server, words: int, output_tokens: int, rng: random.Random) -> HttpRequ
                             ignore_eos=True)
 
 
+def stream_tpot_ms(timings) -> float | None:
+    """The median TPOT of the requests whose stream carried at least half their tokens as messages of their own,
+    or None where none did. A starved API server merges a stream's tokens into a few messages: the first and last
+    then arrive together, and (last - first) / (tokens - 1) reads a step far shorter than any (CI: 0.02 ms against a
+    4 ms floor)."""
+    timed = [t.tpot_s * 1000 for t in timings
+             if t.tpot_s is not None and t.output_tokens and len(t.itl_s) + 1 >= t.output_tokens / 2]
+    return statistics.median(timed) if timed else None
+
+
 @register
 class Capacity(Experiment):
     name = "capacity"
@@ -233,14 +243,14 @@ class Capacity(Experiment):
             rng = random.Random(f"floor-{model.name}-{r}")
             batch = load.run([chat(server, f["prompt_words"], f["output_tokens"], rng) for _ in range(f["requests"])], 1)
             if r:
-                tpot_ms = batch.summary().tpot_median_ms
-                # 0 (or none): the answers' tokens came in one message, so no step can be timed from the stream
-                merged += not tpot_ms
-                tpots += [tpot_ms] if tpot_ms else []
+                tpot_ms = stream_tpot_ms(batch.timings)
+                merged += tpot_ms is None
+                tpots += [tpot_ms] if tpot_ms is not None else []
                 cpu = max(cpu, batch.worker_cpu_max)
         if merged:
-            ctx.log(f"  {model.name}: in {merged} of {f['rounds']} rounds the API server sent each answer in one "
-                    "message (it fell behind the engine: a CPU busy with other work?); those rounds time no step")
+            ctx.log(f"  {model.name}: in {merged} of {f['rounds']} rounds the API server merged each answer's tokens "
+                    "into a few messages (it fell behind the engine: a CPU busy with other work?); those rounds time "
+                    "no step")
         if not tpots:
             ctx.log(f"  {model.name}: no round timed a decode step: no row (rerun capacity on an idle host)")
             return
