@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timing]  # TTFT against step time, decode against its floor: alone, after the rest
 
 CAPACITY = {"bandwidth_mib": 64, "floor": {"prompt_words": 16, "output_tokens": 16, "requests": 2, "rounds": 1,
                                           "roles": ["chat", "chat_large"], "large_args": ["--max-model-len", "1024"]},

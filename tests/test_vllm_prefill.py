@@ -4,7 +4,7 @@ prompt length, and short requests beside one long prompt."""
 import pytest
 from conftest import VLLM_HOW, python_imports, require, run_measure
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timing]  # a cache hit's TTFT against a miss's: alone, after the rest
 
 SIZES = {"prefix_tokens": [1024], "prompt_tokens": [128, 2048], "batched_tokens": [256, 2048], "rounds": 1,
          "sequential": 3, "batch": 4, "concurrency": 2, "output_tokens": 4,
