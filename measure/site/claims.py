@@ -467,7 +467,7 @@ class ClaimRenderer:
                                   f"{candidate.name} ({column}_min/_max)")
             title = self.provenance_text(candidate, dataset) + "".join(
                 f" · {x}" for x in (self._conditions_text(where), spread, note) if x)
-            open_, close = ("（", "）") if self.lang == "zh" else (" (", ")")
+            open_, close = self._parens()
             shown_range = f'<span class="claim-range">{open_}{html.escape(spread)}{close}</span>' if show_range else ""
             verbatim = ' translate="no"' if column in VERBATIM_COLUMNS and isinstance(raw, str) else ""
             return (
@@ -527,12 +527,13 @@ class ClaimRenderer:
         distinct = {}
         for r in verdict.readings:
             distinct.setdefault((r.value, r.low, r.high), r)
-        separator, open_, close = ("；", "（", "）") if self.lang == "zh" else ("; ", " (", ")")
+        separator = "；" if self.lang == "zh" else "; "
+        open_, close = self._parens()
         per_dataset = Counter(r.dataset for r in distinct.values())
         figures = separator.join(
             f"{self._dataset_words(r.dataset)}"
             + (self._condition_words(r.dataset, r.condition) if per_dataset[r.dataset] > 1 else "")
-            + f" {format_number(v, self.lang)}{unit}"
+            + f" {with_unit(format_number(v, self.lang), unit, self.lang)}"
             + (f"{open_}{format_number(lo, self.lang)}–{format_number(hi, self.lang)}{close}" if lo != hi else "")
             for (v, lo, hi), r in distinct.items())
         text = t("agree" if verdict.agree else "disagree", self.lang).format(
@@ -583,7 +584,8 @@ class ClaimRenderer:
     def _readings(self, verdict, unit: str) -> str:
         """'“Dataset” 43.2 ms, “Other” 62 ms': each reading with its dataset, to three significant digits."""
         return ("、" if self.lang == "zh" else ", ").join(
-            f"{self._dataset_words(r.dataset)} {format_number(r.value, self.lang)}{unit}" for r in verdict.readings)
+            f"{self._dataset_words(r.dataset)} {with_unit(format_number(r.value, self.lang), unit, self.lang)}"
+            for r in verdict.readings)
 
     def _percent(self, share: float) -> str:
         """0.44 as '44 %', as the site prints a percentage."""
@@ -596,7 +598,7 @@ class ClaimRenderer:
         for name, value in condition:
             unit = unit_label(schema.column(name).unit, self.lang)
             shown = format_number(value, self.lang) if isinstance(value, (int, float)) else value_label(value, self.lang)
-            parts.append(f"{column_label(name, self.lang)} {shown}" + (f"\u00a0{unit}" if unit else ""))
+            parts.append(f"{column_label(name, self.lang)} {with_unit(shown, unit, self.lang)}")
         if not parts:
             return ""
         return ("（" + "，".join(parts) + "）") if self.lang == "zh" else (" (" + ", ".join(parts) + ")")
@@ -609,11 +611,13 @@ class ClaimRenderer:
         return column_label(quantity.members[0].column, self.lang)
 
     def _quantity_unit(self, quantity) -> str:
-        """' tok/s' (after a no-break space, as every number and its unit): the unit of the quantity's first member,
-        in the reader's language ('' for none)."""
+        """'tok/s': the unit of the quantity's first member, in the reader's language ('' for none)."""
         first = quantity.members[0]
-        unit = self.store.schema(first.dataset).column(first.column).unit
-        return f"\u00a0{unit_label(unit, self.lang)}" if unit else ""
+        return unit_label(self.store.schema(first.dataset).column(first.column).unit, self.lang)
+
+    def _parens(self) -> tuple[str, str]:
+        """A parenthesis after a figure: full-width in Chinese, after a space in English."""
+        return ("（", "）") if self.lang == "zh" else (" (", ")")
 
     @property
     def consistency(self) -> Consistency:
@@ -1346,20 +1350,17 @@ def once_per_source(answer_html: str) -> str:
     """An answer's source tags, each (environment, dataset) once: a dozen identical tags in one paragraph buried the
     numbers on a phone. The first measured figure from a data file carries its link; a value the run was set to
     (0.9 of --gpu-memory-utilization) carries it only where the answer cites no measured figure of that file."""
-    links = list(SOURCE_LINK.finditer(answer_html))
-    plain = [m.group(0).replace(f" {SETTING_SOURCE}", "") for m in links]
-    keep: dict[str, int] = {}
-    for i, link in enumerate(plain):
-        if link not in keep or (SETTING_SOURCE in links[keep[link]].group(0) and SETTING_SOURCE not in links[i].group(0)):
+    links = [(m.start(), m.end(), m.group(0).replace(f" {SETTING_SOURCE}", ""), SETTING_SOURCE in m.group(0))
+             for m in SOURCE_LINK.finditer(answer_html)]
+    keep: dict[str, int] = {}  # a file's link -> the index of the one shown: the first measured, else the first
+    for i, (_, _, link, setting) in enumerate(links):
+        if link not in keep or (links[keep[link]][3] and not setting):
             keep[link] = i
-    kept = set(keep.values())
-    index = iter(range(len(links)))
-
-    def shown(match: re.Match) -> str:
-        i = next(index)
-        return plain[i] if i in kept else ""
-
-    return SOURCE_LINK.sub(shown, answer_html)
+    out, at = [], 0
+    for i, (start, end, link, _) in enumerate(links):
+        out += [answer_html[at:start], link if keep[link] == i else ""]
+        at = end
+    return "".join(out) + answer_html[at:]
 
 
 FLAG = re.compile(r"(?<![\w>-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")

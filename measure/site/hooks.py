@@ -53,6 +53,7 @@ _SPACE_IN_CJK = re.compile(rf"(?<=[{_CJK}])((?:{_MARK})*){_GAP}(?=(?:{_MARK})*[{
 _SPACE_AFTER_PUNCT = re.compile(rf"(?<=[{_PUNCT}])((?:{_MARK})*){_GAP}(?=[^\s<]|{_MARK})")
 _SPACE_BEFORE_PUNCT = re.compile(rf"(?<=[\w{_CJK})\]>%])[ \t]+(?=(?:{_MARK})*[{_PUNCT}])")
 _LEFT_AS_WRITTEN = re.compile(r"(<(pre|code|script|style)\b.*?</\2>|<!--.*?-->)", re.DOTALL | re.IGNORECASE)
+_SET_ASIDE = re.compile("\0(\\d+)\0")  # tighten_zh's placeholder for what is left as written
 
 
 def tighten_zh(html: str) -> str:
@@ -68,7 +69,7 @@ def tighten_zh(html: str) -> str:
     text = _SPACE_IN_CJK.sub(r"\1", text)
     text = _SPACE_AFTER_PUNCT.sub(r"\1", text)
     text = _SPACE_BEFORE_PUNCT.sub("", text)
-    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text)
+    return _SET_ASIDE.sub(lambda m: kept[int(m.group(1))], text)
 
 
 _site_dir: Path | None = None
