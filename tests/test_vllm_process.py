@@ -121,5 +121,8 @@ def test_two_choices_per_request_are_timed_per_choice(chat_server):
     for one, two in pairs:
         for choices, summary in ((1, one.summary()), (2, two.summary())):
             assert summary.output_tok_s * summary.wall_s == pytest.approx(4 * choices * output_tokens)
-    itl_two = statistics.median(gap for t in twos for gap in t.itl_s)
-    assert 0.5 < itl_two / tpot_two < 2.0, "ITL is taken within a choice, not between two choices' messages"
+    # ITL is taken within a choice: a choice's gaps add up to its own span, so a request's gaps add up to both spans
+    # (gaps between any two messages, as before, added up to one span: half). A median of the gaps is no test of
+    # this: an API server starved of CPU sends a step's messages in bursts, and CI saw the median at 0.46 of TPOT
+    for t in twos:
+        assert sum(t.itl_s) == pytest.approx(sum(last - first for first, last in t.choice_spans)), t.choice_spans
