@@ -262,3 +262,22 @@ def test_an_answer_counts_disagreeing_datasets_and_opens_onto_them(real_store):
             assert listed not in text and counted not in text
             summary, details = note.split("<summary>")[1].split("</summary>")
             assert counted in summary and listed in details.split("</details>")[0]
+
+
+def test_a_later_answer_citing_a_figure_compared_above_links_back_to_that_comparison(real_store):
+    """The note comparing a figure's readings is shown once a page; a later answer citing the figure keeps its 未确认
+    mark, and without a link the reader had a mark and no reason (the pooling page's later answers)."""
+    from measure.site.claims import ClaimRenderer
+    from measure.site.facts import topics
+
+    links = 0
+    for lang in ("en", "zh"):
+        for name, topic in topics().items():
+            if not topic.has_page or not topic.questions:
+                continue
+            html = ClaimRenderer(real_store, lang, f"{name}.{lang}.md").answers(name)
+            for anchor in re.findall(r'class="answer-same-quantity-seen" href="#([^"]+)"', html):
+                links += 1
+                link_at = html.index(f'href="#{anchor}"')
+                assert -1 < html.find(f'<details class="answer-same-quantity-brief" id="{anchor}"') < link_at, (name, anchor)
+    assert links >= 2, "the pooling page's answers cite a compared figure twice (en and zh): its back-links are gone"

@@ -109,6 +109,7 @@ TEXT = {
         "zh": "上面有 1 个数字标为未确认：其他数据集测得的结果与它最多相差 {spread}。展开对比",
         "en": "One of the figures above is unconfirmed: other datasets measured it up to {spread} apart. Open to compare",
     },
+    "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比", "en": "Why unconfirmed: this figure's other readings are compared above"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
@@ -268,6 +269,7 @@ class ClaimRenderer:
     # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
     figures: list[Figure] = field(default_factory=list)
     verdicts_shown: list = field(default_factory=list)
+    verdict_anchors: dict = field(default_factory=dict)  # verdict id → the id of the answer note that compares it
     missing_said: set = field(default_factory=set)  # (dataset, env) whose "no data yet" note this page already shows
 
     # ---- helpers -------------------------------------------------------------------------
@@ -1202,10 +1204,15 @@ class ClaimRenderer:
         One line after the answer counts them and opens onto the figures: written out in the answer, two such notes
         buried the answer they qualify (the method page's first)."""
         done = {_verdict_id(v) for v in self.verdicts_shown}
-        disagreeing, sentences, gaps = [], [], []
+        disagreeing, sentences, gaps, earlier = [], [], [], []
         for figure in figures:
             verdict = figure.verdict
-            if verdict is None or verdict.agree or figure.differs is not None or _verdict_id(verdict) in done:
+            if verdict is None or verdict.agree or figure.differs is not None:
+                continue
+            if _verdict_id(verdict) in done:
+                anchor = self.verdict_anchors.get(_verdict_id(verdict))
+                if anchor and anchor not in earlier:
+                    earlier.append(anchor)
                 continue
             done.add(_verdict_id(verdict))
             disagreeing.append(verdict)
@@ -1213,12 +1220,18 @@ class ClaimRenderer:
             sentence = self._verdict_sentence(verdict, f"agreement:{verdict.quantity.name}:{verdict.env}:{verdict.group}")
             sentences.append(f'<span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
                              f'{"。" if self.lang == "zh" else "."}</span>')
+        # a figure compared in an earlier answer's note keeps its mark here and links back to that note
+        back = "".join(f' <a class="answer-same-quantity-seen" href="#{anchor}">{html.escape(t("same_quantity_seen", self.lang))}</a>'
+                       for anchor in earlier)
         if not disagreeing:
-            return ""
+            return back
+        anchor = f"same-quantity-{len(set(self.verdict_anchors.values())) + 1}"
+        for verdict in disagreeing:
+            self.verdict_anchors[_verdict_id(verdict)] = anchor
         summary = t("same_quantity_brief" if len(disagreeing) > 1 else "same_quantity_brief_one", self.lang).format(
             count=len(disagreeing), spread=self._percent(max(gaps)))
-        return (f' <details class="answer-same-quantity-brief"><summary>{html.escape(summary)}</summary>'
-                f'{" ".join(sentences)}</details>')
+        return (f' <details class="answer-same-quantity-brief" id="{anchor}"><summary>{html.escape(summary)}</summary>'
+                f'{" ".join(sentences)}</details>{back}')
 
     def site_answers(self) -> str:
         """For the home page: each topic's first question answered, its other questions linked (``TOPIC/#figure``
