@@ -18,6 +18,11 @@ class Member:
     dataset: str
     column: str
     where: dict = field(default_factory=dict)
+    # the quantity's ``by`` names that this dataset holds under another column: {by name: its column}
+    by_columns: dict = field(default_factory=dict)
+
+    def by_column(self, name: str) -> str:
+        return self.by_columns.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Quantity:
     name: str
     doc: str
     members: tuple[Member, ...]
-    by: tuple[str, ...]  # columns every member has: values are compared within one combination of them
+    by: tuple[str, ...]  # columns every member has (or maps, by_columns): values are compared within one combination
     # Without a recorded spread: how far apart (largest / smallest - 1) figures may be and still agree. Rounds of one
     # run on the H200 differ by up to a quarter at high load (fidelity.comparison), by ~10 % at a fixed batch.
     rel_tol: float = 0.15
@@ -80,6 +85,20 @@ QUANTITIES: tuple[Quantity, ...] = (
             Member("fidelity.comparison", "bench", {"workload": "chat", "metric": "output throughput"}),
         ),
         by=("concurrency",),
+    ),
+    # With prefix caching off every request is a miss, so the prefix study's rows re-measure the long-prompt
+    # study's TTFT on the same server. Its prompts carry a question of ~34 tokens after the prefix: from 1k tokens
+    # up that is ≤ 3.3 % more work, below that (the CPU stand-in's 128 and 512) another condition.
+    Quantity(
+        "prefill-ttft-one-request",
+        "TTFT of one request at a time whose prompt nothing on the server has seen, per prompt length and batched-token"
+        " budget: the long-prompt study and the prefix study's caching-off server (hits and misses alike) measure it.",
+        members=(
+            Member("prefill.long_prompt", "ttft_ms"),
+            Member("prefill.prefix_cache", "ttft_ms", {"caching": "off", "prefix_tokens": (1024, 2048, 4096, 16384)},
+                   by_columns={"prompt_tokens": "prefix_tokens"}),
+        ),
+        by=("prompt_tokens", "max_num_batched_tokens"),
     ),
     Quantity(
         "lora-one-adapter-throughput",

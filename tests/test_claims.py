@@ -315,6 +315,28 @@ def test_a_quantity_declaring_a_selector_value_no_data_has_fails(fixture_root):
         Consistency(_with_roofline(fixture_root, 1.0), (Quantity("c", "", typo.members, by=("modle",)),))
 
 
+def test_a_quantity_compares_a_column_that_another_dataset_names_differently():
+    """The prefix study's caching-off rows re-measure the long-prompt study's TTFT: its prompt length is the prefix
+    length (its own prompt_tokens adds the question's ~34 tokens and would never meet the long-prompt rows)."""
+    from dataclasses import replace
+
+    from measure.quantities import QUANTITIES
+    from measure.site.consistency import Consistency
+    from measure.site.scan import make_store
+
+    store = make_store()
+    (quantity,) = [q for q in QUANTITIES if q.name == "prefill-ttft-one-request"]
+    both = {"prefill.long_prompt", "prefill.prefix_cache"}
+    verdicts = [v for v in Consistency(store, (quantity,)).verdicts if v.env == "gpu-1x-nvidia-h200"]
+    assert {v.group for v in verdicts} == {(1024, 2048), (4096, 2048), (16384, 2048)}
+    assert all({r.dataset for r in v.readings} == both for v in verdicts)
+    long_prompt, prefix = quantity.members
+    unmapped = replace(quantity, members=(long_prompt, replace(prefix, by_columns={})))
+    assert not any({r.dataset for r in v.readings} == both for v in Consistency(store, (unmapped,)).verdicts)
+    with pytest.raises(UnknownName, match="prefix_length"):
+        Consistency(store, (replace(quantity, members=(long_prompt, replace(prefix, by_columns={"prompt_tokens": "prefix_length"}))),))
+
+
 def test_a_chart_series_never_mixes_models_and_the_stand_in_gets_its_own_chart(fixture_root):
     import json
 

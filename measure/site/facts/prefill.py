@@ -105,8 +105,8 @@ topic("prefill", facts={
                       "是前者的 {long_32k_vs_1k}（--max-num-batched-tokens 2048）。把上限提到 16384，32k 提示用 {long_32k_large}，"
                       "是 2048 时的 {long_32k_large_vs_small}。",
                 "en": "Alone on the server, a 1k-token prompt got its first token after {long_1k} and a 32k-token prompt "
-                      "after {long_32k}, {long_32k_vs_1k} as long (--max-num-batched-tokens 2048). With the budget at "
-                      "16384 the 32k prompt took {long_32k_large}, {long_32k_large_vs_small} its time at 2048."},
+                      "after {long_32k}, {long_32k_vs_1k} as long (--max-num-batched-tokens 2048). With that budget of "
+                      "tokens per engine step at 16384 the 32k prompt took {long_32k_large}, {long_32k_large_vs_small} its time at 2048."},
         figure="long-prompts",
         unsettled={"zh": "需要在同一服务器上依次发不同长度的提示。", "en": "Settling it takes prompts of several lengths sent one at a time."}),
     Question(
