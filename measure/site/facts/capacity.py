@@ -120,6 +120,10 @@ topic("capacity", facts={
     "ttft_006_64": knee("ttft_p50_ms", "0.06", 64),
     "ttft_02_64": knee("ttft_p50_ms", "0.2", 64),
     "median_hides_wait": Ratio("ttft_006_64", "<", "ttft_02_64", show=False),
+    # ... until far more requests are in flight than fit: then the median waits too
+    "ttft_006_128": knee("ttft_p50_ms", "0.06", 128),
+    "ttft_02_128": knee("ttft_p50_ms", "0.2", 128),
+    "median_waits_far_past": Ratio("ttft_006_128", ">>", "ttft_02_128", digits=1),
     "ttft99_02_128": knee("ttft_p99_ms", "0.2", 128),
     "preempt_02_128": knee("preemptions", "0.2", 128),
     "tok_s_006_128": knee("output_tok_s", "0.06", 128),
@@ -193,12 +197,12 @@ topic("capacity", facts={
              "en": "Why does vLLM take about 90 % of the GPU for a small model, and how many requests does that hold?"},
         answer={"zh": "vLLM 0.26 的源码把 --gpu-memory-utilization 的默认值定为 0.92（这里的服务器显式写了 0.9）：vLLM 在权重和激活之外，"
                       "把这份额度剩下的部分全留给 KV 缓存。"
-                      "0.9 时 Qwen3-0.6B 的 KV 缓存有 {kv_gib_09}，{kv_tokens_09}，够 {fit_09}"
+                      "在 H200 上，0.9 时 Qwen3-0.6B 的 KV 缓存有 {kv_gib_09}，{kv_tokens_09}，够 {fit_09}"
                       "（每个 {request_tokens}，1k 输入、256 输出）同时在途。vLLM 日志里的“最大并发” {vllm_concurrency_09} 是按每个请求占满"
                       " {context_tokens} 的上下文算的。",
                 "en": "vLLM 0.26's source (vllm/config/cache.py) sets --gpu-memory-utilization's default to 0.92 (the servers "
                       "here pass 0.9): "
-                      "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. At 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
+                      "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. On the H200, at 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
                       "for {fit_09} of {request_tokens} each (1k in, 256 out) at once. The \"maximum concurrency\" "
                       "vLLM logs, {vllm_concurrency_09}, assumes every request fills the model's {context_tokens} "
                       "context."},
@@ -207,20 +211,25 @@ topic("capacity", facts={
                    "en": "Settling it takes one start at 0.9 on the H200 and the KV-cache size vLLM logs."}),
     Question(
         ask={"zh": "KV 缓存装满之后会怎样？", "en": "What happens when the KV cache is full?"},
-        answer={"zh": "放不下的请求要排队，最后几个请求的首 token 要等。--gpu-memory-utilization 0.06 时 KV 缓存只有 "
+        answer={"zh": "放不下的请求要排队，最后几个请求的首 token 要等。在 H200 上，--gpu-memory-utilization 0.06 时 KV 缓存只有 "
                       "{kv_gib_006}，装得下 {fit_006}（都是这种大小）。32 个在途时全都放得下，最慢的首 token（p99）是 "
                       "{ttft99_006_32}；64 个在途时超出了容量，p99 变成 {ttft99_006_64}（{ttft99_006_growth}），vLLM 抢占了 "
-                      "{preempt_006_64} 次：放不下的请求先排队，或被挤出去以后重算。中位数几乎看不出来（64 个在途时 0.06 是 "
-                      "{ttft_006_64}，0.2 是 {ttft_02_64}{median_hides_wait}）：大多数请求仍然马上开始，等的是队尾。"
+                      "{preempt_006_64} 次：放不下的请求先排队，或被挤出去以后重算。刚超出容量时中位数几乎看不出来（64 个在途时 0.06 是 "
+                      "{ttft_006_64}，0.2 是 {ttft_02_64}{median_hides_wait}，装满的反而更低，原因这里没有测）：大多数请求仍然马上开始，"
+                      "等的是队尾。远超容量时中位数也要等：128 个在途时 0.06 是 {ttft_006_128}，0.2 是 {ttft_02_128}"
+                      "（{median_waits_far_past}）。"
                       "0.2 时（装得下 {fit_02}）128 个在途的 p99 首 token 是 {ttft99_02_128}，抢占 {preempt_02_128} 次，"
                       "输出吞吐 {tok_s_02_128}，是 0.06 时 {tok_s_006_128} 的 {tok_s_02_vs_006}。",
-                "en": "The requests that do not fit queue, and the last ones wait for their first token. At "
-                      "--gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} of this size. "
+                "en": "The requests that do not fit queue, and the last ones wait for their first token. On the H200, "
+                      "at --gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} of this size. "
                       "With 32 in flight all fit and the slowest first token (p99) came after {ttft99_006_32}; with 64, "
                       "beyond the room, after {ttft99_006_64} ({ttft99_006_growth}), and vLLM preempted "
                       "{preempt_006_64} times: requests that do not fit wait, or are pushed out and computed again. "
-                      "The median hardly shows it (at 64 in flight {ttft_006_64} at 0.06 against {ttft_02_64} at "
-                      "0.2{median_hides_wait}): most requests still start at once, and the tail waits. At 0.2 (room for "
+                      "Just past the room the median hardly shows it (at 64 in flight {ttft_006_64} at 0.06 against "
+                      "{ttft_02_64} at 0.2{median_hides_wait}; the full cache's was even the lower, for a reason not "
+                      "measured here): most requests still start at once, and the tail waits. Far past the room the "
+                      "median waits too: at 128 in flight, {ttft_006_128} at 0.06 against {ttft_02_128} at 0.2 "
+                      "({median_waits_far_past}). At 0.2 (room for "
                       "{fit_02}) 128 in flight got their p99 first token after {ttft99_02_128}, with {preempt_02_128} "
                       "preemptions and {tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
         figure="full-cache",
