@@ -94,20 +94,21 @@ TEXT = {
         "en": "the ranges these {count} measurements recorded overlap, so they agree: {figures}",
     },
     "disagree": {
-        "zh": "这 {count} 次测量彼此不一致，相差 {spread}，超出了各自记录的范围（没有记录范围的，超出了容差），"
+        "zh": "这 {count} 次测量彼此不一致，最大的比最小的高 {spread}，超出了各自记录的范围（没有记录范围的，超出了容差），"
               "因此都标为未确认：{figures}",
-        "en": "these {count} measurements disagree, {spread} apart, more than their recorded ranges (or, where none "
+        "en": "these {count} measurements disagree, the largest {spread} above the smallest, more than their recorded ranges (or, where none "
               "was recorded, the tolerance) allow, so each is marked unconfirmed: {figures}",
     },
     "same_quantity": {"zh": "其他数据集也测了同一个量，", "en": "Other datasets measure the same quantity; "},
     "same_quantity_brief": {
-        "zh": "上面有 {count} 个数字标为未确认：其他数据集测得的结果与它们最多相差 {spread}。展开对比",
-        "en": "{count} of the figures above are unconfirmed: other datasets measured them up to {spread} apart. Open to "
-              "compare",
+        "zh": "上面有 {count} 个数字标为未确认：其他数据集对同一数字的读数与它们最多相差 {spread}。展开对比",
+        "en": "{count} of the figures above are unconfirmed: other datasets' readings of them lie up to {spread} from "
+              "them. Open to compare",
     },
     "same_quantity_brief_one": {
-        "zh": "上面有 1 个数字标为未确认：其他数据集测得的结果与它最多相差 {spread}。展开对比",
-        "en": "One of the figures above is unconfirmed: other datasets measured it up to {spread} apart. Open to compare",
+        "zh": "上面有 1 个数字标为未确认：其他数据集对同一数字的读数与它最多相差 {spread}。展开对比",
+        "en": "One of the figures above is unconfirmed: other datasets' readings of it lie up to {spread} from it. Open to "
+              "compare",
     },
     "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比", "en": "Why unconfirmed: this figure's other readings are compared above"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},

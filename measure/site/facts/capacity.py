@@ -144,7 +144,7 @@ topic("capacity", facts={
     "kv_need_fills_auto": Ratio("kv_need_16k", "≥", "kv_tokens_auto", show=False),
     "kv_fp8_holds_all": Ratio("kv_tokens_fp8", ">>", "kv_need_16k", show=False),
     "fp8_gap_cause": Unconfirmed({"zh": "KV 缓存类型这项实验既不记录抢占次数，也不记录请求为等待 KV 空间等了多久",
-                                  "en": "the kv_dtype experiment counts neither preemptions nor how long requests "
+                                  "en": "the KV-cache dtype measurement counts neither preemptions nor how long requests "
                                         "waited for room"}),
     "ttft_auto_16k": kv("ttft_ms", "auto", 16384, 0),
     "ttft_fp8_16k": kv("ttft_ms", "fp8", 16384, 0),

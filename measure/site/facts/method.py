@@ -88,20 +88,20 @@ topic("method", facts={
     Question(
         ask={"zh": "本站的负载客户端测出的数字，和 vllm bench serve 一致吗？",
              "en": "Does this site's load client measure what vllm bench serve measures?"},
-        answer={"zh": "32 个对话请求在途时不一致：在 H200 上本站客户端测得输出吞吐 {ours_tok_s}，vllm bench serve 测得 "
-                      "{bench_tok_s}，是它的 {ours_vs_bench}，超出本项目上下百分之五的容差。这时定节奏的是 vLLM 唯一的 API "
+        answer={"zh": "32 个对话请求在途时分辨不出：在 H200 上本站客户端测得输出吞吐 {ours_tok_s}，vllm bench serve 测得 "
+                      "{bench_tok_s}，中位数是它的 {ours_vs_bench}，超出本项目上下百分之五的容差。但这时定节奏的是 vLLM 唯一的 API "
                       "服务器进程（用了 {api_server_cpu} 个核），两个客户端都没有饱和，而各自的轮次分散得很开（本站 "
-                      "{ours_min}–{ours_max}，bench {bench_min}–{bench_max}），所以两个范围虽然重叠"
-                      "{overlap_ours}{overlap_bench}，也说明不了两者有多接近。128 个在途时，同一次运行里两者一致：{ours_tok_s_128} 对 "
+                      "{ours_min}–{ours_max}，bench {bench_min}–{bench_max}），两个范围相互重叠"
+                      "{overlap_ours}{overlap_bench}：这几轮既不能说明两个工具有差别，也不能说明它们有多接近。128 个在途时，同一次运行里两者一致：{ours_tok_s_128} 对 "
                       "{bench_tok_s_128}（比值 {ratio_128}{agree_128}）。多开 API 服务器进程能解除前端的限制：在一张 H100 上"
                       "（Qwen3-0.6B，256 个在途），4 个进程的输出吞吐是 1 个进程时 {api_1_h100} 的 {api_4_vs_1_h100}"
                       "（{api_4_h100}）。",
-                "en": "Not at 32 chat requests in flight: on the H200 our client measured {ours_tok_s} of output and "
-                      "vllm bench serve {bench_tok_s}, {ours_vs_bench} the bench's, outside this project's five per "
-                      "cent tolerance. The pace was set by vLLM's one API-server process ({api_server_cpu} of a core), "
-                      "not by either client, and each tool's rounds spread widely (ours {ours_min}–{ours_max}, the "
-                      "bench's {bench_min}–{bench_max}), so the two ranges overlap{overlap_ours}{overlap_bench} without "
-                      "saying how close the tools are. At 128 in flight the two agreed within that run: {ours_tok_s_128} against "
+                "en": "Not shown at 32 chat requests in flight: on the H200 our client measured {ours_tok_s} of output and "
+                      "vllm bench serve {bench_tok_s}, its median {ours_vs_bench} the bench's, outside this project's five "
+                      "per cent tolerance. But the pace was set by vLLM's one API-server process ({api_server_cpu} of a "
+                      "core), not by either client, and each tool's rounds spread widely (ours {ours_min}–{ours_max}, the "
+                      "bench's {bench_min}–{bench_max}); the two ranges overlap{overlap_ours}{overlap_bench}, so these "
+                      "rounds show neither that the tools differ nor how close they are. At 128 in flight the two agreed within that run: {ours_tok_s_128} against "
                       "{bench_tok_s_128} (ratio {ratio_128}{agree_128}). More API-server processes lift that front "
                       "end: on an H100 (Qwen3-0.6B, 256 in flight) four delivered {api_4_h100} of output, "
                       "{api_4_vs_1_h100} one process's {api_1_h100}."},

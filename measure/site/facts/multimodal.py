@@ -30,9 +30,9 @@ topic("multimodal", facts={
         figure="per-release",
         unsettled={"zh": "需要逐个版本启动带密钥的服务器并请求 /metrics。", "en": "Settling it takes a keyed server of each release asked for /metrics."}),
     Question(
-        ask={"zh": "域名白名单挡得住重定向到 127.0.0.1 的图像 URL 吗？",
+        ask={"zh": "域名允许名单挡得住重定向到 127.0.0.1 的图像 URL 吗？",
              "en": "Does a domain allow-list stop an image URL that redirects to 127.0.0.1?"},
-        answer={"zh": "只设 --allowed-media-domains localhost 时，白名单内的域名重定向到 127.0.0.1，本机探测服务看到的是："
+        answer={"zh": "只设 --allowed-media-domains localhost 时，允许名单内的域名重定向到 127.0.0.1，本机探测服务看到的是："
                       "0.14.0 上 {redirect_0140}，0.32.0 上 {redirect_0320}；0.32.0 再加 VLLM_MEDIA_URL_ALLOW_REDIRECTS=0 后："
                       "{redirect_off_0320}。",
                 "en": "With only --allowed-media-domains localhost, an allowed name redirecting to 127.0.0.1 left the "
