@@ -44,3 +44,16 @@ def test_a_zh_page_shows_no_space_between_chinese_characters_or_around_their_pun
     from measure.site.hooks import tighten_zh
 
     assert tighten_zh(html) == shown
+
+
+def test_glossary_terms_get_their_definition_in_chinese_text_too():
+    """abbr's \\b boundaries never fell between two Chinese characters: "KV 缓存是" left the term undefined."""
+    import markdown
+
+    glossary = "*[KV 缓存]: 已处理 token 的 key 和 value\n*[TP]: 张量并行\n"
+    html = markdown.markdown("KV 缓存是显存里最大的一块；TP 与 TPOT 不同。\n\n" + glossary,
+                             extensions=["abbr", "measure.site.glossary_terms"])
+    assert '<abbr title="已处理 token 的 key 和 value">KV 缓存</abbr>是' in html
+    assert '<abbr title="张量并行">TP</abbr> 与 TPOT' in html  # a term never runs on into a Latin letter
+    plain = markdown.markdown("KV 缓存是显存里最大的一块。\n\n" + glossary, extensions=["abbr"])
+    assert "<abbr" not in plain, "abbr alone now marks Chinese terms: this extension may be unnecessary"
