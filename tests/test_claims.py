@@ -427,7 +427,7 @@ def test_a_table_of_chosen_columns_keeps_the_full_table_one_click_away(store):
     compact = render(store).table("pooling.embedding_throughput", columns=["batch_size", "tokens_per_s"])
     visible, hidden = compact.split('<details class="claim-full-table">')
     assert ">latency (ms)</th>" not in visible and ">latency (ms)</th>" in hidden
-    assert "All 12 columns" in hidden
+    assert "All 12 columns of the dataset" in hidden
     assert '<details class="claim-full-table">' not in render(store).table("pooling.embedding_throughput")
 
 

@@ -794,7 +794,8 @@ class ClaimRenderer:
         if columns and len(cols) < len(full):  # a compact view of the columns the text uses; all of them one click away
             more = "".join(self._table_html(schema, group, full, labels, digits, tolerance, stand_in)[0]
                            for stand_in, group in groups)
-            summary = {"zh": f"全部 {len(full)} 列", "en": f"All {len(full)} columns"}[self.lang]
+            # counted as the dataset has them: the table folds ranges into cells and constants into its caption
+            summary = {"zh": f"数据集的全部 {len(full)} 列", "en": f"All {len(full)} columns of the dataset"}[self.lang]
             html_table += f'<details class="claim-full-table"><summary>{summary}</summary>{more}</details>'
         missing = self._saturated_note(schema, frames, claim_key)
         if tolerance and flagged:
