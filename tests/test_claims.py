@@ -607,3 +607,11 @@ def test_a_range_unconfirmed_at_both_ends_for_one_reason_carries_one_mark():
                  '<span class="claim-value claim-measured" title="t">1.3×</span>')
     assert one_mark_per_range(f"{low}{mark}–{high}{mark}).") == f"{low}–{high}{mark})."
     assert one_mark_per_range(f"{low}{mark}–{high}{other}") == f"{low}{mark}–{high}{other}"  # two reasons stay two
+
+
+def test_a_title_escapes_markup_twice_and_quotes_once():
+    """Material inserts a title's text as HTML (markup escaped twice); the browser's own tooltip, before Material's
+    script runs, shows the attribute as it is: an apostrophe escaped twice read "mode&#x27;s" there."""
+    from measure.site.claims import title_attr_value
+
+    assert title_attr_value("the mode's <img>") == "the mode&#x27;s &amp;lt;img&amp;gt;"

@@ -218,8 +218,9 @@ def cpu_words(hardware: dict, lang: str = "en") -> str:
 def title_attr_value(text: str) -> str:
     """``text`` for a title="" attribute. Material's content.tooltips turns every title in a page into a tooltip
     whose text it inserts as HTML (an escaped <img onerror> in a title ran on hover in Chromium), so the
-    attribute's value must itself be escaped HTML: escaped twice."""
-    return html.escape(html.escape(text))
+    attribute's value must itself be escaped HTML: escaped twice. Quotes only once: as HTML text they are harmless,
+    and the browser's own tooltip (before Material's script takes over) then shows an apostrophe, not &#x27;."""
+    return html.escape(html.escape(text, quote=False))
 
 
 def saturation(schema: DatasetSchema, row) -> tuple[str, float] | None:

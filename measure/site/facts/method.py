@@ -121,12 +121,13 @@ topic("method", facts={
                       "高负载时（{hl_concurrency} 个在途、{hl_api_servers} 个 API 服务器进程），bench 测得的比本站少：H100 上各轮"
                       "中位数为 {hl_bench_tok_s} 对 {hl_ours_tok_s}{hl_bench_less}；逐对相比，本站 / bench 的平均比值为 "
                       "{hl_ratio}（区间 {hl_low}–{hl_high}）。"
-                      "H200 上也一样：{h200_hl_bench_tok_s} 对 {h200_hl_ours_tok_s}{h200_hl_bench_less}，bench 的进程用了 "
-                      "{h200_hl_bench_cpu} 个核。同一台服务器给本站客户端送出的更多，所以差距多半在 bench 一侧：它唯一的进程"
-                      "用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，这些数字因此标为未确认。这时各轮相差 "
+                      "同一台服务器给本站客户端送出的更多，所以差距多半在 bench 一侧：它唯一的进程"
+                      "用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，这些数字因此标为未确认。这台 H100 上各轮相差 "
                       "{hl_spread_ours}（本站）和 {hl_spread_bench}（bench），最忙的 API 服务器进程用了 {hl_api_cpu} "
                       "个核，引擎核心 {hl_engine_cpu} 个核，本站最忙的工作进程只用了 {hl_worker_cpu} 个核"
-                      "{hl_workers_idle}：这个负载下定节奏的是前端和 bench 的进程，不是本站的工作进程。",
+                      "{hl_workers_idle}：这个负载下定节奏的是前端和 bench 的进程，不是本站的工作进程。"
+                      "H200 上的高负载运行也一样：{h200_hl_bench_tok_s} 对 {h200_hl_ours_tok_s}{h200_hl_bench_less}，"
+                      "bench 的进程用了 {h200_hl_bench_cpu} 个核。",
                 "en": "At low load a gap of up to {iv_gap} cannot be ruled out, more than the three per cent this "
                       "project aims at for this interval; at high load the bench measured less throughput than ours. On "
                       "an H100 with {iv_concurrency} chat requests in flight, one API-server process and "
@@ -141,15 +142,15 @@ topic("method", facts={
                       "{h200_iv_low}–{h200_iv_high}{h200_iv_wider}. At high load ({hl_concurrency} in flight, "
                       "{hl_api_servers} API-server processes) the bench measured less than ours: {hl_bench_tok_s} "
                       "against {hl_ours_tok_s}{hl_bench_less} on the H100 (medians of the rounds; pair by pair, ours / "
-                      "the bench's averaged {hl_ratio}, interval {hl_low}–{hl_high}). It did on the H200 too: "
-                      "{h200_hl_bench_tok_s} against {h200_hl_ours_tok_s}"
-                      "{h200_hl_bench_less}, its process at {h200_hl_bench_cpu} of a core. The same server delivered "
+                      "the bench's averaged {hl_ratio}, interval {hl_low}–{hl_high}). The same server delivered "
                       "more to our client, so the gap most likely lies in the bench: its one process used {hl_bench_cpu} "
-                      "of a core, past the saturation share, which is why these figures are marked unconfirmed. The "
-                      "rounds there spread by {hl_spread_ours} (ours) and {hl_spread_bench} (the bench's) while the "
+                      "of a core, past the saturation share, which is why these figures are marked unconfirmed. On that "
+                      "H100 the rounds spread by {hl_spread_ours} (ours) and {hl_spread_bench} (the bench's) while the "
                       "busiest API-server process used {hl_api_cpu} of a core, the engine core {hl_engine_cpu} and our "
                       "busiest worker only {hl_worker_cpu}{hl_workers_idle}: at that load the front end and the "
-                      "bench's process set the pace, not our workers."},
+                      "bench's process set the pace, not our workers. The H200's high-load run showed the same: "
+                      "{h200_hl_bench_tok_s} against {h200_hl_ours_tok_s}{h200_hl_bench_less}, the bench's process at "
+                      "{h200_hl_bench_cpu} of a core."},
         figure="fidelity-interval",
         unsettled={"zh": "需要在 GPU 上运行这个置信区间实验；CPU 替身上的结果在所链接的小节里。",
                    "en": "Settling it takes the fidelity_interval run on a GPU; the CPU stand-in's rows are in the "
