@@ -115,6 +115,11 @@ def test_unconfirmed_and_not_measured_badges(store):
     assert "未确认" in r.unconfirmed("k1", "原因未明")
     assert "未实测" in r.not_measured("k2", "没有实验")
     assert [c.status for c in r.claims] == ["unconfirmed", "not_measured"]
+    # the reason closes its sentence, once: the page's text goes on after it
+    assert '<span class="claim-reason">原因未明。</span>' in r.unconfirmed("k3", "原因未明")
+    en = render(store, "en")
+    assert '<span class="claim-reason">not measured.</span>' in en.unconfirmed("k4", "not measured")
+    assert '<span class="claim-reason">not measured (see above).</span>' in en.unconfirmed("k5", "not measured (see above).")
 
 
 def test_locale_formatting():

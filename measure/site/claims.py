@@ -723,7 +723,9 @@ class ClaimRenderer:
     def unconfirmed(self, key: str, reason: str) -> str:
         """A statement whose cause is not established; the reason is shown in the page's language."""
         self._record(key=key, kind="unconfirmed", status="unconfirmed", detail=reason)
-        return f'{self.badge("unconfirmed", reason)}<span class="claim-reason">{html.escape(units_kept(reason))}</span>'
+        # the reason closes its sentence: pages go on after it ("...is not measured With warm caches" ran on)
+        shown = reason if reason.endswith(_CLOSING) else reason + ("。" if self.lang == "zh" else ".")
+        return f'{self.badge("unconfirmed", reason)}<span class="claim-reason">{html.escape(units_kept(shown))}</span>'
 
     def not_measured(self, key: str, what: str = "") -> str:
         """A statement no experiment of ours covers yet (say what would measure it in ``what``)."""
@@ -1282,6 +1284,9 @@ MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "c
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not
 # enough (an escaped <img onerror> still ran in Chromium): text from data gets look-alike characters instead.
 PLOTLY_SAFE = str.maketrans({"<": "\uff1c", ">": "\uff1e", "&": "\uff06"})
+
+
+_CLOSING = tuple(".。!?！？)）")
 
 
 def _gap(value: float, verdict) -> float:

@@ -158,8 +158,9 @@ topic("pooling", facts={
                       "时是 {h200_in_flight}，是前者的 {h200_flight_vs_request}；两者结合，16 个请求各带 16 条时是 {h200_both}"
                       "（单条请求的 {h200_both_vs_flight}）。输入很短时（32 个词，约 {h200_short_tokens}）顺序反过来：一个请求带 64 条"
                       "是 {h200_short_in_one_request}，64 个单条请求同时在途只有 {h200_short_in_flight}（{h200_short_flight_vs_request}）。"
-                      "这时单条请求碰到的是请求数的上限，而不是 token 的上限：16 个在途时 {h200_short_req_s_16}，64 个在途时 "
-                      "{h200_short_req_s_64}（{h200_short_req_s_64_vs_16}）。",
+                      "这时在这台服务器上，单条请求碰到的是请求数的上限，而不是 token 的上限：16 个在途时 {h200_short_req_s_16}，64 个在途时 "
+                      "{h200_short_req_s_64}（{h200_short_req_s_64_vs_16}）。这个上限不是 H200 的一个固定数：一致性检查里另外启动的"
+                      "嵌入服务器（输入更长）64 个在途时处理了 {single_req_s}。",
                 "en": "It depends on the input length. On one server, with inputs of 512 words (about "
                       "{h200_tokens_512} each): one request of 64 inputs at a time embedded {h200_in_one_request} "
                       "({h200_request_vs_one} one input at a time, {h200_one}); single-input requests, 64 in flight, "
@@ -167,9 +168,11 @@ topic("pooling", facts={
                       "of 16 inputs, {h200_both} ({h200_both_vs_flight} the single-input requests'). With short inputs "
                       "of 32 words (about {h200_short_tokens}) the order turns: one request of 64 inputs "
                       "{h200_short_in_one_request}, 64 single-input requests in flight {h200_short_in_flight} "
-                      "({h200_short_flight_vs_request}). There the single-input requests met a ceiling in requests, "
-                      "not in tokens: {h200_short_req_s_16} with 16 in flight and {h200_short_req_s_64} with 64 "
-                      "({h200_short_req_s_64_vs_16})."},
+                      "({h200_short_flight_vs_request}). There, on this server, the single-input requests met a ceiling in "
+                      "requests, not in tokens: {h200_short_req_s_16} with 16 in flight and {h200_short_req_s_64} with "
+                      "64 ({h200_short_req_s_64_vs_16}). That ceiling is not one figure for the H200: the fidelity "
+                      "check's embeddings server, started on its own with longer inputs, handled {single_req_s} at 64 "
+                      "in flight."},
         figure="inputs-per-request",
         unsettled={"zh": "需要在 H200 上把同样的输入按两种方式（一个请求多条、多个请求在途）发给同一台服务器。",
                    "en": "Settling it takes the same inputs sent both ways (many per request, many requests in "

@@ -61,6 +61,11 @@ topic("prefill", facts={
     "itlmax_beside_small": beside("itl_max_ms", 2048, "beside", digits=0),
     "itlmax_beside_large": beside("itl_max_ms", 16384, "beside", digits=0),
     "itlmax_large_vs_small": Ratio("itlmax_beside_large", ">>", "itlmax_beside_small", digits=1),
+    # the short requests' longest gap with no long prompt: at 2048 the long prompt added no stall beyond it
+    "itlmax_alone_small": beside("itl_max_ms", 2048, "none", digits=0),
+    "itlmax_alone_large": beside("itl_max_ms", 16384, "none", digits=0),
+    "itlmax_large_vs_alone": Ratio("itlmax_beside_large", ">>", "itlmax_alone_large", digits=1),
+    "itlmax_small_no_stall": Ratio("itlmax_beside_small", "≤", "itlmax_alone_small", show=False),
     "ttft99_alone_small": beside("ttft_p99_ms", 2048, "none", digits=0),
     "tok_s_alone_small": beside("output_tok_s", 2048, "none", digits=0),
     "tok_s_alone_large": beside("output_tok_s", 16384, "none", digits=0),
@@ -115,8 +120,10 @@ topic("prefill", facts={
         answer={"zh": "会。32 个短请求在途时，旁边来了一个 32k token 的提示，它们 token 间隔的第 99 百分位从 {itl99_alone_small} "
                       "升到 {itl99_beside_small}（{itl99_small_ratio}，上限 2048），首 token 时间的第 99 百分位从 "
                       "{ttft99_alone_small} 升到 {ttft99_beside_small}。上限 16384 时，token 间隔的第 99 百分位从单独跑的 {itl99_alone_large} "
-                      "升到旁边有长提示时的 {itl99_beside_large}{itl99_large_rose}，但最长的一次停顿是 {itlmax_beside_large}，上限 2048 时是 {itlmax_beside_small}"
-                      "（{itlmax_large_vs_small}）：上限越小，长提示被切成越多、越短的步，最坏的停顿越短。"
+                      "升到旁边有长提示时的 {itl99_beside_large}{itl99_large_rose}，最长的一次停顿是 {itlmax_beside_large}，是没有长提示时最长间隔"
+                      "（{itlmax_alone_large}）的 {itlmax_large_vs_alone}。上限 2048 时，旁边有长提示的最长间隔 {itlmax_beside_small} 并不比"
+                      "没有长提示时（{itlmax_alone_small}）长{itlmax_small_no_stall}：上限越小，长提示被切成越多、越短的步，它造成的停顿"
+                      "就淹没在平常的间隔里。"
                       "所以调小 --max-num-batched-tokens 只对最坏的那次停顿有帮助：旁边有长提示时，token 间隔的第 99 百分位在 "
                       "2048 时反而更高（{itl99_beside_small}，16384 时 {itl99_beside_large}{itl99_beside_small_vs_large}），"
                       "没有长提示时输出吞吐也更低（{tok_s_alone_small}，16384 时 {tok_s_alone_large}{tok_s_alone_large_vs_small}）。",
@@ -124,10 +131,11 @@ topic("prefill", facts={
                       "gap between tokens from {itl99_alone_small} to {itl99_beside_small} ({itl99_small_ratio}, budget "
                       "2048) and their 99th-percentile time to first token from {ttft99_alone_small} to "
                       "{ttft99_beside_small}. At a budget of 16384 the 99th-percentile gap rose from {itl99_alone_large} "
-                      "(alone) to {itl99_beside_large} (beside the long prompt){itl99_large_rose}, but the longest single stall was "
-                      "{itlmax_beside_large}, against {itlmax_beside_small} at 2048 ({itlmax_large_vs_small}): a "
-                      "smaller budget cuts the long prefill into more, shorter steps, and the worst stall shrinks with "
-                      "them. So a smaller --max-num-batched-tokens helps only against that worst stall: beside the long "
+                      "(alone) to {itl99_beside_large} (beside the long prompt){itl99_large_rose}, and the longest single stall was "
+                      "{itlmax_beside_large}, {itlmax_large_vs_alone} the longest gap with no long prompt "
+                      "({itlmax_alone_large}). At 2048 the longest gap beside it, {itlmax_beside_small}, was no longer "
+                      "than without it ({itlmax_alone_small}){itlmax_small_no_stall}: a smaller budget cuts the long "
+                      "prefill into more, shorter steps, and the stall it causes sinks into the usual gaps. So a smaller --max-num-batched-tokens helps only against that worst stall: beside the long "
                       "prompt the 99th-percentile gap was higher at 2048 ({itl99_beside_small}, against "
                       "{itl99_beside_large} at 16384{itl99_beside_small_vs_large}), and with no long prompt output was "
                       "lower ({tok_s_alone_small} against {tok_s_alone_large}{tok_s_alone_large_vs_small})."},
