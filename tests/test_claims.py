@@ -620,3 +620,14 @@ def test_a_title_escapes_markup_twice_and_quotes_once():
     from measure.site.claims import title_attr_value
 
     assert title_attr_value("the mode's <img>") == "the mode&#x27;s &amp;lt;img&amp;gt;"
+
+
+def test_the_count_of_saturated_rows_names_the_environments_they_come_from():
+    """The method page's interval chart draws the GPUs and the CPU stand-in apart; the count below the last (the CPU's)
+    chart counted only GPU rows and read as the CPU's."""
+    from measure.site.claims import ClaimRenderer
+    from measure.site.scan import make_store
+
+    html = ClaimRenderer(make_store(), "en", "method.en.md").table("fidelity_interval.ratio")
+    note = html.split('<p class="claim-saturated">')[1].split("</p>")[0]
+    assert "gpu-1x-nvidia-h100-80gb-hbm3" in note and "cpu-2c-x86-64" not in note, note

@@ -113,8 +113,8 @@ TEXT = {
     "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比", "en": "Why unconfirmed: this figure's other readings are compared above"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
-        "zh": "{count} 行在负载客户端饱和时测得（标为未确认）",
-        "en": "{count} row(s) measured while a load client was saturated (marked unconfirmed)",
+        "zh": "{count} 行在负载客户端饱和时测得（标为未确认；{where}）",
+        "en": "{count} row(s) measured while a load client was saturated (marked unconfirmed; {where})",
     },
     "flagged_rows": {
         "zh": "{count} 行标为未确认（悬停在标记上可看原因）",
@@ -712,10 +712,13 @@ class ClaimRenderer:
 
     def _saturated_note(self, schema: DatasetSchema, frames, claim_key: str) -> str:
         """Below a table or chart: how many of its rows a saturated client measured (each is an open claim)."""
-        count = sum(saturation(schema, row) is not None for _, rows in frames for row in _records(rows))
+        per_env = {env.name: sum(saturation(schema, row) is not None for row in _records(rows)) for env, rows in frames}
+        count = sum(per_env.values())
         if not count:
             return ""
-        text = t("saturated_rows", self.lang).format(count=count)
+        # which environments' rows: below a CPU chart, a count of the GPUs' rows read as the CPU's
+        where = ", ".join(f"{name} {n}" if len(per_env) > 1 else name for name, n in per_env.items() if n)
+        text = t("saturated_rows", self.lang).format(count=count, where=where)
         self._record(key=f"{claim_key}:saturated", kind="unconfirmed", status="unconfirmed", dataset=schema.name,
                      detail=text)
         return f'<p class="claim-saturated">{self.badge("unconfirmed", text)} {html.escape(units_kept(text))}</p>'
