@@ -717,7 +717,9 @@ class ClaimRenderer:
         if not count:
             return ""
         # which environments' rows: below a CPU chart, a count of the GPUs' rows read as the CPU's
-        where = ", ".join(f"{name} {n}" if len(per_env) > 1 else name for name, n in per_env.items() if n)
+        rows_word = " 行" if self.lang == "zh" else ""
+        where = ("、" if self.lang == "zh" else ", ").join(
+            f"{name} {n}{rows_word}" if len(per_env) > 1 else name for name, n in per_env.items() if n)
         text = t("saturated_rows", self.lang).format(count=count, where=where)
         self._record(key=f"{claim_key}:saturated", kind="unconfirmed", status="unconfirmed", dataset=schema.name,
                      detail=text)
