@@ -379,10 +379,16 @@ _PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.com
              (re.compile(r"^not fetched \((\d+)\)$"), "没有取（{}）"), (re.compile(r"^host (\S+)$"), "主机 {}"))
 
 
+# values the data spell in the code's words where the pages use plainer ones
+VALUE_EN = {"harness": "ours"}
+
+
 def value_label(value, lang: str):
     """A categorical value as a reader of ``lang`` reads it (values are English in the data)."""
-    if lang != "zh" or not isinstance(value, str):
+    if not isinstance(value, str):
         return value
+    if lang != "zh":
+        return VALUE_EN.get(value, value)
     if value in VALUE_ZH:
         return VALUE_ZH[value]
     if " · " in value:
