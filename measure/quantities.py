@@ -21,8 +21,9 @@ class Member:
     # the quantity's ``by`` names that this dataset holds under another column: {by name: its column}
     by_columns: dict = field(default_factory=dict)
 
-    def by_column(self, name: str) -> str:
-        return self.by_columns.get(name, name)
+    def group_columns(self, by: tuple[str, ...]) -> tuple[str, ...]:
+        """This dataset's columns for the quantity's ``by`` names."""
+        return tuple(self.by_columns.get(name, name) for name in by)
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,10 @@ TEXT = {
         "en": "the ranges these {count} measurements recorded overlap, so they agree: {figures}",
     },
     "disagree": {
-        "zh": "这 {count} 次测量彼此不一致，最大的比最小的高 {spread}，超出了各自记录的范围（没有记录范围的，超出了容差），"
-              "因此都标为未确认：{figures}",
-        "en": "these {count} measurements disagree, the largest {spread} above the smallest, more than their recorded ranges (or, where none "
-              "was recorded, the tolerance) allow, so each is marked unconfirmed: {figures}",
+        "zh": "这 {count} 次测量彼此不一致，最大的比最小的高 {spread}，超出了各自记录的范围（没有记录范围的，"
+              "超出了容差），因此都标为未确认：{figures}",
+        "en": "these {count} measurements disagree, the largest {spread} above the smallest, more than their recorded "
+              "ranges (or, where none was recorded, the tolerance) allow, so each is marked unconfirmed: {figures}",
     },
     "same_quantity": {"zh": "其他数据集也测了同一个量，", "en": "Other datasets measure the same quantity; "},
     "same_quantity_brief": {
@@ -110,7 +110,8 @@ TEXT = {
         "en": "One of the figures above is unconfirmed: other datasets' readings of it lie up to {spread} from it. Open to "
               "compare",
     },
-    "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比", "en": "Why unconfirmed: this figure's other readings are compared above"},
+    "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比",
+                           "en": "Why unconfirmed: this figure's other readings are compared above"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认；{where}）",
@@ -1231,8 +1232,8 @@ class ClaimRenderer:
             sentences.append(f'<span class="answer-same-quantity">{html.escape(t("same_quantity", self.lang))}{sentence}'
                              f'{"。" if self.lang == "zh" else "."}</span>')
         # a figure compared in an earlier answer's note keeps its mark here and links back to that note
-        back = "".join(f' <a class="answer-same-quantity-seen" href="#{anchor}">{html.escape(t("same_quantity_seen", self.lang))}</a>'
-                       for anchor in earlier)
+        seen = html.escape(t("same_quantity_seen", self.lang))
+        back = "".join(f' <a class="answer-same-quantity-seen" href="#{anchor}">{seen}</a>' for anchor in earlier)
         if not disagreeing:
             return back
         anchor = f"same-quantity-{len(set(self.verdict_anchors.values())) + 1}"

@@ -87,7 +87,7 @@ class Consistency:
         for q in self.quantities:
             for m in q.members:
                 schema = self.store.schema(m.dataset)
-                for column in (m.column, *m.where, *(m.by_column(b) for b in q.by)):
+                for column in (m.column, *m.where, *m.group_columns(q.by)):
                     schema.column(column)
                 if self.store.partial:
                     continue
@@ -113,7 +113,7 @@ class Consistency:
                         continue
                     machine = machine_of(env, m.dataset)
                     frame = self.store.frame(env, m.dataset)
-                    grouped = {m.by_column(b) for b in q.by}
+                    grouped = m.group_columns(q.by)
                     own_key = [k for k in self.store.schema(m.dataset).key if k not in grouped]
                     stem = m.column[: -len("_value")] if m.column.endswith("_value") else m.column  # base_value: base_min
                     has_range = {f"{stem}_min", f"{stem}_max"} <= set(frame.columns)
@@ -125,7 +125,7 @@ class Consistency:
                         if has_range and not pd.isna(row[f"{stem}_min"]) and not pd.isna(row[f"{stem}_max"]):
                             low, high = float(row[f"{stem}_min"]), float(row[f"{stem}_max"])
                         condition = tuple((k, row[k].item() if hasattr(row[k], "item") else row[k]) for k in own_key)
-                        groups.setdefault((machine, tuple(row[m.by_column(b)] for b in q.by)), []).append(
+                        groups.setdefault((machine, tuple(row[c] for c in grouped)), []).append(
                             Reading(m.dataset, value, low, high, condition))
                 found += [Verdict(q, env.name, group, tuple(r), machine)
                           for (machine, group), r in groups.items() if len(r) > 1]
@@ -140,7 +140,7 @@ class Consistency:
                 continue
             for m in v.quantity.members:
                 if (m.dataset == dataset and m.column == column and _matches(m, row)
-                        and tuple(row[m.by_column(b)] for b in v.quantity.by) == v.group):
+                        and tuple(row[c] for c in m.group_columns(v.quantity.by)) == v.group):
                     return v
         return None
 

@@ -23,10 +23,9 @@ class GlossaryTreeprocessor(AbbrTreeprocessor):
 
 class GlossaryExtension(Extension):
     def extendMarkdown(self, md):
-        abbr = md.treeprocessors["abbr"] if "abbr" in md.treeprocessors else None
-        if abbr is None:
+        if "abbr" not in md.treeprocessors:
             raise ValueError("measure.site.glossary_terms needs the abbr extension listed before it in mkdocs.yml")
-        md.treeprocessors.register(GlossaryTreeprocessor(md, abbr.abbrs), "abbr", 7)
+        md.treeprocessors.register(GlossaryTreeprocessor(md, md.treeprocessors["abbr"].abbrs), "abbr", 7)
 
 
 def makeExtension(**kwargs):  # noqa: N802 (Python-Markdown's name)

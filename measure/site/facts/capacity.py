@@ -202,7 +202,8 @@ topic("capacity", facts={
                       " {context_tokens} 的上下文算的。",
                 "en": "vLLM 0.26's source (vllm/config/cache.py) sets --gpu-memory-utilization's default to 0.92 (the servers "
                       "here pass 0.9): "
-                      "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. On the H200, at 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
+                      "beyond the weights and activations, vLLM gives the rest of that share to the KV cache. On the H200, "
+                      "at 0.9 Qwen3-0.6B had {kv_gib_09} of KV cache, {kv_tokens_09}: room "
                       "for {fit_09} of {request_tokens} each (1k in, 256 out) at once. The \"maximum concurrency\" "
                       "vLLM logs, {vllm_concurrency_09}, assumes every request fills the model's {context_tokens} "
                       "context."},

@@ -101,7 +101,8 @@ topic("method", facts={
                       "per cent tolerance. But the pace was set by vLLM's one API-server process ({api_server_cpu} of a "
                       "core), not by either client, and each tool's rounds spread widely (ours {ours_min}–{ours_max}, the "
                       "bench's {bench_min}–{bench_max}); the two ranges overlap{overlap_ours}{overlap_bench}, so these "
-                      "rounds show neither that the tools differ nor how close they are. At 128 in flight the two agreed within that run: {ours_tok_s_128} against "
+                      "rounds show neither that the tools differ nor how close they are. At 128 in flight the two agreed "
+                      "within that run: {ours_tok_s_128} against "
                       "{bench_tok_s_128} (ratio {ratio_128}{agree_128}). More API-server processes lift that front "
                       "end: on an H100 (Qwen3-0.6B, 256 in flight) four delivered {api_4_h100} of output, "
                       "{api_4_vs_1_h100} one process's {api_1_h100}."},

@@ -111,7 +111,8 @@ topic("prefill", facts={
                       "是 2048 时的 {long_32k_large_vs_small}。",
                 "en": "Alone on the server, a 1k-token prompt got its first token after {long_1k} and a 32k-token prompt "
                       "after {long_32k}, {long_32k_vs_1k} as long (--max-num-batched-tokens 2048). With that budget of "
-                      "tokens per engine step at 16384 the 32k prompt took {long_32k_large}, {long_32k_large_vs_small} its time at 2048."},
+                      "tokens per engine step at 16384 the 32k prompt took {long_32k_large}, {long_32k_large_vs_small} "
+                      "its time at 2048."},
         figure="long-prompts",
         unsettled={"zh": "需要在同一服务器上依次发不同长度的提示。", "en": "Settling it takes prompts of several lengths sent one at a time."}),
     Question(
@@ -131,11 +132,13 @@ topic("prefill", facts={
                       "gap between tokens from {itl99_alone_small} to {itl99_beside_small} ({itl99_small_ratio}, budget "
                       "2048) and their 99th-percentile time to first token from {ttft99_alone_small} to "
                       "{ttft99_beside_small}. At a budget of 16384 the 99th-percentile gap rose from {itl99_alone_large} "
-                      "(alone) to {itl99_beside_large} (beside the long prompt){itl99_large_rose}, and the longest single stall was "
+                      "(alone) to {itl99_beside_large} (beside the long prompt){itl99_large_rose}, and the longest single "
+                      "stall was "
                       "{itlmax_beside_large}, {itlmax_large_vs_alone} the longest gap with no long prompt "
                       "({itlmax_alone_large}). At 2048 the longest gap beside it, {itlmax_beside_small}, was no longer "
                       "than without it ({itlmax_alone_small}){itlmax_small_no_stall}: a smaller budget cuts the long "
-                      "prefill into more, shorter steps, and the stall it causes sinks into the usual gaps. So a smaller --max-num-batched-tokens helps only against that worst stall: beside the long "
+                      "prefill into more, shorter steps, and the stall it causes sinks into the usual gaps. So a smaller "
+                      "--max-num-batched-tokens helps only against that worst stall: beside the long "
                       "prompt the 99th-percentile gap was higher at 2048 ({itl99_beside_small}, against "
                       "{itl99_beside_large} at 16384{itl99_beside_small_vs_large}), and with no long prompt output was "
                       "lower ({tok_s_alone_small} against {tok_s_alone_large}{tok_s_alone_large_vs_small})."},
