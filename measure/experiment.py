@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from measure.harness.definitions import spread  # noqa: F401  (experiments import it from here)
 from measure.models import CONFIGS
 from measure.schema import Column, DatasetSchema, UnknownName
 
 if TYPE_CHECKING:
     from measure.harness.context import RunContext, ServerPool
     from measure.harness.profiles import Profile
-
-
-def spread(values) -> tuple[float | None, float | None, float | None]:
-    """(median, lowest, highest) of a figure over its rounds, leaving out rounds without it; all None if none has it."""
-    present = [v for v in values if v is not None]
-    return (statistics.median(present), min(present), max(present)) if present else (None, None, None)
 
 
 # vLLM's flag for pooling models (embeddings, rerank): experiments that serve one share it from here.

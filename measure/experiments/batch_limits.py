@@ -14,6 +14,7 @@ import random
 import statistics
 
 from measure.experiment import Experiment, ServerSpec, Step, register, spread
+from measure.harness.definitions import percentile
 from measure.harness.loadgen import HttpRequest, default_workers
 from measure.harness.server import ServerFailed
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
@@ -59,10 +60,6 @@ GRID = DatasetSchema(
     ),
 )
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def chat(server, words: int, output_tokens: int, rng: random.Random) -> HttpRequest:
@@ -125,9 +122,9 @@ class BatchLimits(Experiment):
             tpots = [t.tpot_s * 1000 for t in batch.timings if t.tpot_s is not None]
             rates.append(batch.summary().output_tok_s)
             ttft50.append(statistics.median(ttfts))
-            ttft99.append(percentile(ttfts, 0.99))
+            ttft99.append(percentile(ttfts, 99))
             tpot50.append(statistics.median(tpots))
-            tpot99.append(percentile(tpots, 0.99))
+            tpot99.append(percentile(tpots, 99))
             prompt_tokens += [t.prompt_tokens for t in batch.timings if t.prompt_tokens]
             preempted += round(delta.get("vllm:num_preemptions", 0.0))
             cpu = max(cpu, batch.worker_cpu_max)

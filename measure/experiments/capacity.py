@@ -18,6 +18,7 @@ from pathlib import Path
 
 from measure.experiment import Experiment, ServerSpec, Step, register, spread
 from measure.harness.copy_bandwidth import __file__ as BANDWIDTH_SCRIPT
+from measure.harness.definitions import percentile
 from measure.harness.loadgen import HttpRequest, default_workers
 from measure.harness.metrics import histogram_mean_ms
 from measure.harness.server import ServerFailed
@@ -126,10 +127,6 @@ KNEE = DatasetSchema(
     ),
 )
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def measure_bandwidth(python: str, mib: int) -> dict:
@@ -324,7 +321,7 @@ class Capacity(Experiment):
                 summary = batch.summary()
                 rates.append(summary.output_tok_s)
                 ttft50.append(summary.ttft_median_ms)
-                ttft99.append(percentile([t.ttft_s * 1000 for t in batch.timings], 0.99))
+                ttft99.append(percentile([t.ttft_s * 1000 for t in batch.timings], 99))
                 tpot50.append(summary.tpot_median_ms)
                 queued.append(histogram_mean_ms(delta, "vllm:request_queue_time_seconds"))
                 preempted += round(delta.get("vllm:num_preemptions", 0.0))

@@ -18,6 +18,7 @@ from pathlib import Path
 from measure.experiment import POOLING, Experiment, ServerSpec, Step, register
 from measure.harness import synthetic
 from measure.harness.bench import LIMITED_BY_DOC, bench_serve, limited_by
+from measure.harness.definitions import percentile
 from measure.harness.loadgen import HttpRequest, LoadGenerator, default_workers
 from measure.harness.metrics import histogram_mean_ms
 from measure.harness.procstat import CpuSampler, group_cpu_s
@@ -329,7 +330,7 @@ class Fidelity(Experiment):
             "request_per_s": summary.request_per_s,
             "chunks_per_s": summary.output_tokens / summary.wall_s if chunks else None,
             "lag_median_ms": statistics.median(lags) if lags else None,
-            "lag_p99_ms": lags[min(len(lags) - 1, int(len(lags) * 0.99))] if lags else None,
+            "lag_p99_ms": percentile(lags, 99) if lags else None,
             "itl_median_ms": summary.itl_median_ms,
             "worker_cpu_max": summary.worker_cpu_max, "client_cpu_cores": summary.client_cpu_cores,
             "server_processes": processes, "server_cpu_cores": server_cores,

@@ -14,6 +14,7 @@ import statistics
 import zlib
 
 from measure.experiment import Experiment, ServerSpec, Step, register, spread
+from measure.harness.definitions import percentile
 from measure.harness.loadgen import HttpRequest, default_workers
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import random_words
@@ -97,10 +98,6 @@ def seed_of(*parts) -> int:
     """A seed from a request group's name: the same requests on every machine (``hash`` differs per process)."""
     return zlib.crc32(repr(parts).encode())
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @register
@@ -256,9 +253,9 @@ class Prefill(Experiment):
             longs = [t for t in batch.timings if t not in shorts]
             gaps = [g * 1000 for t in shorts for g in t.itl_s]
             itl_p50.append(statistics.median(gaps))
-            itl_p99.append(percentile(gaps, 0.99))
+            itl_p99.append(percentile(gaps, 99))
             itl_max.append(max(gaps))
-            ttft_p99.append(percentile([t.ttft_s * 1000 for t in shorts], 0.99))
+            ttft_p99.append(percentile([t.ttft_s * 1000 for t in shorts], 99))
             tok_s.append(sum(t.output_tokens for t in shorts) / batch.wall_s)
             long_ttft += [t.ttft_s * 1000 for t in longs]
             long_tokens += [t.prompt_tokens for t in longs if t.prompt_tokens]

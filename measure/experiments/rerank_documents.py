@@ -13,6 +13,7 @@ import statistics
 import time
 
 from measure.experiment import RERANKER_ARGS, Experiment, ServerSpec, Step, register, spread
+from measure.harness.definitions import percentile
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import QUERY, random_words
 
@@ -48,10 +49,6 @@ GRID = DatasetSchema(
     ),
 )
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 @register
@@ -103,7 +100,7 @@ class RerankDocuments(Experiment):
         pairs = spread([count / (ms / 1000) for ms in latencies])
         row = {"document_words": words, "document_tokens": tokens / count if tokens else None, "documents": count,
                "requests": len(latencies), "latency_p50_ms": statistics.median(latencies),
-               "latency_p99_ms": percentile(latencies, 0.99), "latency_min_ms": min(latencies),
+               "latency_p99_ms": percentile(latencies, 99), "latency_min_ms": min(latencies),
                "pairs_per_s": pairs[0], "pairs_per_s_min": pairs[1], "pairs_per_s_max": pairs[2],
                "client_cpu_share": cpu_share}
         ctx.log(f"  {count} documents of {words} words: p50 {row['latency_p50_ms']:,.0f} ms, "
