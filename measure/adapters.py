@@ -1,9 +1,5 @@
 """Random LoRA adapters in peft's layout for a base model's architecture: the cost of serving an adapter is in its
-shapes, so random weights (fixed seed) give true speed and memory, never true outputs.
-
-measure/experiments/lora.py holds an equal copy from before this module existed (its source is part of its data's
-fingerprint); a test keeps the two equal.
-"""
+shapes, so random weights (fixed seed) give true speed and memory, never true outputs."""
 
 from __future__ import annotations
 

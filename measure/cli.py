@@ -11,6 +11,19 @@ from pathlib import Path
 from measure.schema import SchemaError, UnknownName
 
 
+def minutes(text: str) -> float:
+    """A --budget: a positive, finite number of minutes."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget is a positive number of minutes")
+    return value
+
+
 def cmd_run(args) -> int:
     from measure.experiment import experiments, get, runnable
     from measure.harness import profiles, runner
@@ -27,7 +40,7 @@ def cmd_run(args) -> int:
     opts = runner.RunOptions(
         experiments=names, profile=profile, env_name=args.env, data_root=args.data_root, resume=args.resume,
         fresh=args.fresh, dry_run=args.dry_run, base_url=args.base_url, api_key=args.api_key, weights=args.weights,
-        vllm_python=args.vllm_python, force=args.force, only_missing=args.only_missing,
+        vllm_python=args.vllm_python, force=args.force, only_missing=args.only_missing, budget_min=args.budget,
     )
     runner.run(opts)
     return 0
@@ -107,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--fresh", action="store_true", help="discard rows an interrupted run left in staging")
     run.add_argument("--dry-run", action="store_true", help="print the plan (servers, requests, time) and stop")
     run.add_argument("--force", action="store_true", help="re-measure experiments whose inputs are unchanged")
+    run.add_argument("--budget", type=minutes, metavar="MINUTES",
+                     help="measure only the stale or missing experiments whose estimates fit in MINUTES (server "
+                          "start-ups included), most-asked questions first; the rest is printed for later")
     run.add_argument("--only-missing", action="store_true",
                      help="measure only the datasets this environment does not publish yet; published ones keep their "
                           "own provenance (useful where device time is short)")

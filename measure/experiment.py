@@ -23,9 +23,7 @@ if TYPE_CHECKING:
 
 # vLLM's flag for pooling models (embeddings, rerank): experiments that serve one share it from here.
 POOLING = ("--runner", "pooling")
-# Qwen3-Reranker served as a classifier (vLLM's example). measure/experiments/pooling.py holds an equal copy from
-# before this one existed (its source is part of its data's fingerprint); a test keeps the two equal, so one server
-# start serves both experiments.
+# Qwen3-Reranker served as a classifier (vLLM's example); one spec, so one server start serves every experiment.
 RERANKER_ARGS = POOLING + (
     "--hf-overrides",
     '{"architectures":["Qwen3ForSequenceClassification"],"classifier_from_token":["no","yes"],"is_original_qwen3_reranker":true}',

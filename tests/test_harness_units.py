@@ -90,7 +90,7 @@ def test_fingerprints_do_not_depend_on_where_the_checkout_is(tmp_path):
     import sys
 
     code = ("import json, measure; from measure.experiment import experiments; from measure.harness.profiles import CPU;"
-            "from measure.harness.runner import fingerprint;"
+            "from measure.harness.fingerprint import fingerprint;"
             "print(json.dumps([measure.__file__, {n: fingerprint(c(), CPU, {'vllm': '0.32.0', 'torch': '2.13.0'})"
             " for n, c in sorted(experiments().items())}]))")
     prints = []
@@ -132,7 +132,8 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
 
     from measure.experiments.pooling import Pooling
     from measure.harness.profiles import CPU
-    from measure.harness.runner import fingerprint, up_to_date
+    from measure.harness.fingerprint import fingerprint
+    from measure.harness.runner import up_to_date
 
     exp, sw = Pooling(), {"vllm": "0.32.0", "torch": "2.13.0+cpu"}
     fp = fingerprint(exp, CPU, sw)
@@ -156,7 +157,7 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
 def test_vllm_settings_inherited_from_the_environment_are_recorded_and_fingerprinted(monkeypatch):
     from measure.experiments.pooling import Pooling
     from measure.harness.profiles import CPU
-    from measure.harness.runner import fingerprint
+    from measure.harness.fingerprint import fingerprint
     from measure.harness.server import inherited_vllm_env
 
     for name in [n for n in os.environ if n.startswith("VLLM_")]:
@@ -291,7 +292,7 @@ def test_first_exception_of_a_crashed_engine_log():
 def test_lora_adapter_shapes_follow_the_attention_layout():
     import json
 
-    from measure.experiments.lora import adapter_shapes
+    from measure.adapters import adapter_shapes
     from measure.models import CONFIGS
 
     shapes = adapter_shapes(json.loads((CONFIGS / "Qwen3-0.6B" / "config.json").read_text()))
@@ -1019,17 +1020,17 @@ def test_dry_run_plans_with_the_wall_time_an_experiment_last_took_here(tmp_path)
     import json
 
     from measure.experiment import get
-    from measure.harness import profiles, runner
+    from measure.harness import budget, profiles, runner
 
     profile = profiles.pick("cpu")
     pooling, lora = get("pooling")(), get("lora")()
     (tmp_path / "provenance.json").write_text(json.dumps({"experiments": {
         "pooling": {"wall_s": 191.0}, "lora": {"partial": "only missing datasets were measured"}}}))
-    assert runner.last_wall_times([pooling, lora], tmp_path) == {"pooling": 191.0}  # a partial run is no guide
+    assert budget.last_wall_times([pooling, lora], tmp_path) == {"pooling": 191.0}  # a partial run is no guide
     only_pooling = runner.print_plan([pooling], profile, "here", {}, tmp_path)
     assert only_pooling == 191.0
     both = runner.print_plan([pooling, lora], profile, "here", {}, tmp_path)
-    startup, _ = runner.startup_estimate(profile, tmp_path)
+    startup, _ = budget.startup_estimate(profile, tmp_path)
     lora_steps = sum(s.seconds for s in lora.plan(profile))
     assert both == pytest.approx(191.0 + lora_steps + len(runner.start_events(lora.servers(profile), profile)) * startup)
 
@@ -1163,28 +1164,11 @@ def test_servers_that_share_the_gpu_start_together_only_while_their_memory_share
 
 
 def test_the_rerank_experiments_ask_for_one_and_the_same_reranker_server():
-    """pooling.py keeps its own copy of the reranker's flags (its source is its data's fingerprint): equal specs are
-    one server start, so a run of both experiments starts the reranker once."""
-    from measure.experiment import RERANKER_ARGS
-    from measure.experiments.pooling import RERANKER_ARGS as POOLING_RERANKER_ARGS
+    """Equal specs are one server start: a run of both experiments starts the reranker once."""
     from measure.experiments.pooling import Pooling
     from measure.experiments.rerank_documents import RerankDocuments
 
-    assert POOLING_RERANKER_ARGS == RERANKER_ARGS
     assert Pooling().specs()[2].key == RerankDocuments.spec.key
-
-
-def test_the_lora_experiments_make_their_adapters_alike():
-    """lora.py keeps its own copy of the adapter maker (its source is its data's fingerprint); lora_scale takes the
-    shared one: the two must stay one recipe."""
-    import inspect
-
-    from measure import adapters
-    from measure.experiments import lora
-
-    for name in ("adapter_shapes", "make_adapter"):
-        assert inspect.getsource(getattr(lora, name)) == inspect.getsource(getattr(adapters, name)), name
-    assert lora.TARGETS == adapters.TARGETS
 
 
 def test_a_round_without_cpu_samples_has_no_cpu_share_not_zero():

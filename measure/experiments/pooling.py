@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import statistics
 
-from measure.experiment import POOLING, Experiment, ServerSpec, Step, register
+from measure.experiment import POOLING, RERANKER_ARGS, Experiment, ServerSpec, Step, register
 from measure.harness.client import gather_limited, median
-from measure.models import CONFIGS
 from measure.schema import CLIENT_LOAD, Column, DatasetSchema
 from measure.workloads import QUERY, documents, sentences
 
@@ -73,12 +72,6 @@ RERANK_QUALITY = DatasetSchema(
 )
 
 EMBED_ROLES = ("embedding", "embedding_real")
-RERANKER_ARGS = POOLING + (
-    "--hf-overrides",
-    '{"architectures":["Qwen3ForSequenceClassification"],"classifier_from_token":["no","yes"],"is_original_qwen3_reranker":true}',
-    "--chat-template",
-    str(CONFIGS / "Qwen3-Reranker-0.6B" / "vllm" / "qwen3_reranker.jinja"),
-)
 
 
 @register

@@ -1,39 +1,51 @@
-"""How figures are computed from request timings, and the version of those definitions.
+"""How figures are computed from request timings, and the version of each of those definitions.
 
-Every experiment's fingerprint includes ``METRICS_VERSION``: a change in how TTFT, ITL, TPOT, throughput, a
-percentile or a CPU share is computed moves the figures without changing what is sent, so it must make the data
-measured under the old definitions stale. ``DEFINITIONS`` names the code that makes up the definitions; a test pins
-its digest, so a change there without a new version fails.
+An experiment's fingerprint includes the version of every definition its code uses: a change in how TTFT, ITL,
+TPOT, a round's throughput, a percentile or a CPU share is computed moves the figures without changing what is
+sent, so it makes the data measured under the old definition stale (and only those). Each definition names the
+code it is made of; a test pins that code's digest, so changing it without a new version fails.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
-# 1: until 9e9c18e (2026-12-06) a batch was timed from the moment its workers were told to start.
-# 2: a batch is timed from its first request sent, as `vllm bench serve` times its run.
-# 3: percentiles interpolate linearly between ranks, as `vllm bench serve` computes them (numpy's default);
-#    before, four experiments each took the nearest rank above.
-METRICS_VERSION = 3
 
-# The functions whose code is the metric definitions (module, qualified name). What a test pins is the digest of
-# their code, docstrings and comments left out.
-DEFINITIONS = (
-    ("measure.harness.definitions", "percentile"),
-    ("measure.harness.definitions", "spread"),
-    ("measure.harness.loadgen", "Timing"),
-    ("measure.harness.loadgen", "WorkerReport"),
-    ("measure.harness.loadgen", "Batch"),
-    ("measure.harness.loadgen", "summarise"),
-    ("measure.harness.loadgen", "LoadGenerator.run"),
-    ("measure.harness.loadgen", "_streamed"),
-    ("measure.harness.loadgen", "_whole"),
-    ("measure.harness.procstat", "CpuSampler"),
-    ("measure.harness.procstat", "_at"),
-)
-DEFINITIONS_DIGEST = ""  # pinned below by tests/test_fingerprint.py's message when the code changes
+@dataclass(frozen=True)
+class Definition:
+    version: int
+    code: tuple[tuple[str, str], ...]  # (module, qualified name) of the code that makes it up
+    history: str  # what each version changed, with the commit that changed it
+    digest: str  # of that code, docstrings and comments left out: tests/test_fingerprint.py pins it
+
+
+LOADGEN, PROCSTAT, HERE = "measure.harness.loadgen", "measure.harness.procstat", "measure.harness.definitions"
+DEFINITIONS = {
+    "request timing": Definition(
+        1, ((LOADGEN, "Timing"), (LOADGEN, "_streamed"), (LOADGEN, "_whole"), (LOADGEN, "_sent")),
+        "1: TTFT, ITL, TPOT and latency of one request as vllm bench serve defines them (n > 1 per choice since "
+        "513b03a, the same figures for one choice)", "dc8ed7a7bd85c2ec"),
+    "round": Definition(
+        2, ((LOADGEN, "Batch"), (LOADGEN, "WorkerReport"), (LOADGEN, "LoadSummary"), (LOADGEN, "summarise"),
+            (LOADGEN, "LoadGenerator.run")),
+        "1: a round timed from the moment its workers were told to start; 2 (9e9c18e): from its first request "
+        "sent, as vllm bench serve times its run", "3ec01aaf5793972a"),
+    "percentile": Definition(
+        2, ((HERE, "percentile"),),
+        "1: each experiment took the nearest rank above; 2 (e55dddc): linear between ranks, as vllm bench serve "
+        "computes them", "07037cc91741f60f"),
+    "spread": Definition(1, ((HERE, "spread"),), "1: median, lowest and highest over the timed rounds", "ff4dbe6e226f0c25"),
+    "cpu share": Definition(
+        1, ((PROCSTAT, "CpuSampler"), (PROCSTAT, "_at")),
+        "1: CPU seconds over a round's wall seconds, sampled from /proc and interpolated", "d853f895e85f3deb"),
+}
+# Run-context calls that hand an experiment a definition's code: ctx.load(...) is the load client.
+CONTEXT_USES = {"load": ("request timing", "round")}
+# The metric definitions' version as a whole: it rises by one with every definition's new version.
+METRICS_VERSION = 1 + sum(d.version - 1 for d in DEFINITIONS.values())
 
 
 def percentile(values, p: float) -> float:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from measure.harness.profiles import cpu_cores
@@ -180,6 +180,7 @@ class RunFacts:
     software: dict
     profile: str
     fingerprints: dict[str, str]
+    plans: dict[str, dict] = field(default_factory=dict)  # experiment -> a digest of each part of its measured plan
     attached: dict[str, str] | None = None  # attach mode: role -> the server's base URL
     resumed_from: dict | None = None  # the interrupted run's record, when this run resumed it
     sizes_override: dict | None = None  # workload sizes MEASURE_SIZES replaced (a smoke run, not the profile's own)
@@ -228,6 +229,7 @@ class RunFacts:
         current["experiments"][experiment] = {
             "fingerprint": self.fingerprints[experiment], "date": date, "code_revision": revision,
             "software": self.software,
+            **({"plan": self.plans[experiment]} if experiment in self.plans else {}),
             "datasets": sorted(measured | (set(before.get("datasets", [])) if kept_older else set())),
             # how long this run of it took, server starts included: what `--dry-run` plans the next one with
             **({"wall_s": round(wall_s, 1)} if wall_s is not None and not kept_older and not self.resumed_from else {}),

