@@ -131,8 +131,8 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
     from dataclasses import replace
 
     from measure.experiments.pooling import Pooling
-    from measure.harness.profiles import CPU
     from measure.harness.fingerprint import fingerprint
+    from measure.harness.profiles import CPU
     from measure.harness.runner import up_to_date
 
     exp, sw = Pooling(), {"vllm": "0.32.0", "torch": "2.13.0+cpu"}
@@ -156,8 +156,8 @@ def test_fingerprint_changes_with_inputs_and_gates_the_skip(tmp_path):
 
 def test_vllm_settings_inherited_from_the_environment_are_recorded_and_fingerprinted(monkeypatch):
     from measure.experiments.pooling import Pooling
-    from measure.harness.profiles import CPU
     from measure.harness.fingerprint import fingerprint
+    from measure.harness.profiles import CPU
     from measure.harness.server import inherited_vllm_env
 
     for name in [n for n in os.environ if n.startswith("VLLM_")]:
