@@ -113,3 +113,25 @@ QUANTITIES: tuple[Quantity, ...] = (
         by=(),
     ),
 )
+
+
+@dataclass(frozen=True)
+class CardFigure:
+    """A figure two GPU cards measure under the same conditions (one dataset, one row key, the same plan): the
+    cross-card check (measure/site/cards.py) compares it between cards ranked by their own measured bandwidth and
+    compute. ``faster``: "higher" (a rate) or "lower" (a time). ``reason``: a measured cause, per language, for a
+    weaker card being faster; without one such rows render 未确认 on both cards."""
+
+    dataset: str
+    column: str
+    faster: str
+    reason: dict = field(default_factory=dict)
+
+
+CARD_FIGURES: tuple[CardFigure, ...] = (
+    CardFigure("capacity.decode_floor", "tpot_ms", "lower"),
+    CardFigure("capacity.knee", "output_tok_s", "higher"),
+    CardFigure("api_servers.load", "tokens_per_s", "higher"),
+    CardFigure("pooling_limits.roofline", "tokens_per_s", "higher"),
+    CardFigure("pooling_limits.memory", "tokens_per_s", "higher"),
+)

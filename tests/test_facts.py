@@ -79,24 +79,19 @@ def test_an_answer_without_data_says_what_would_settle_it(tmp_path):
     assert first.count("claim-not-measured") == 1 and "answer-unsettled" in first
 
 
-def test_an_answer_measured_in_part_keeps_its_sentence_and_says_what_is_missing(tmp_path):
-    import shutil
-
+def test_an_answer_measured_in_part_keeps_its_sentence_and_says_what_is_missing():
     from measure.site.scan import make_store
 
-    # without fidelity_interval's H200 rows, method's second answer keeps its H100 sentences, drops the H200 ones and
-    # says what would settle it; its first answer is measured: it keeps its sentence
-    shutil.copytree("data", tmp_path / "data")
-    (tmp_path / "data" / "gpu-1x-nvidia-h200" / "fidelity_interval.ratio.csv").unlink()
-    html, _ = render(make_store(tmp_path / "data", partial=True), "en", lambda r: r.answers("method"))
-    first, second = (re.sub(r'title="[^"]*"', "", part.split("</dd>")[0]) for part in html.split("<dd>")[1:3])
-    assert "claim-not-measured" not in first and "answer-unsettled" not in first and "and vllm bench serve" in first
-    words = re.sub(r"<[^>]+>", "", second)
-    assert "requests a round, 8 alternating pairs" in words and "bench measured less than ours" in words
-    assert "H200" not in words and "answer-unsettled" in second
-    assert second.count("claim-not-measured") == 1 and "fidelity_interval run on a GPU" in second
+    # the H200 has Qwen3-0.6B's decode row and not Qwen3-8B's: the capacity page's first answer keeps the 0.6B
+    # sentences, drops the 8B one, says what would settle it and links the other cards' figures
+    html, _ = render(make_store(), "en", lambda r: r.answers("capacity"))
+    first = re.sub(r'title="[^"]*"', "", html.split("<dd>")[1].split("</dd>")[0])
+    words = re.sub(r"<[^>]+>", "", first)
+    assert "On the H200 with one request at a time, Qwen3-0.6B took" in words and "Qwen3-8B reads" not in words
+    assert first.count("claim-not-measured") == 1 and "answer-unsettled" in first
+    assert 'href="#other-gpus-decode-floor"' in first and "H100" not in words
     measured, _ = render(make_store(), "en", lambda r: r.answers("method"))
-    assert "claim-not-measured" not in measured.split("<dd>")[2].split("</dd>")[0]
+    assert "claim-not-measured" not in measured.split("<dd>")[1].split("</dd>")[0]
 
 
 def test_an_answer_linking_to_a_missing_heading_fails_the_build(caplog):

@@ -27,7 +27,7 @@ import pandas as pd
 from babel.numbers import format_decimal
 
 from measure.schema import CLIENT_LOAD, SATURATED, SETTING, DatasetSchema, SchemaError, UnknownName
-from measure.site import facts
+from measure.site import cards, facts
 from measure.site.consistency import Consistency, consistency_for
 from measure.site.labels import column_label, model_label, unit_label, value_label, with_unit
 from measure.store import Environment, Store, select
@@ -112,6 +112,13 @@ TEXT = {
     },
     "same_quantity_seen": {"zh": "未确认的原因：同一数字的其他测值见上文对比",
                            "en": "Why unconfirmed: this figure's other readings are compared above"},
+    "card_inconsistent": {
+        "zh": "{weak_card} 的实测带宽更低、算力不更高，这一数字却比 {strong_card} 更好，超出了两者各轮的范围：{weak_card} "
+              "{weak}，{strong_card} {strong}；这里没有测出原因",
+        "en": "the {weak_card}, with less measured bandwidth and no more compute, did better here than the {strong_card},"
+              " beyond both cards' rounds: {weak_card} {weak}, {strong_card} {strong}; no measurement here explains it",
+    },
+    "elsewhere": {"zh": "其他 GPU 上测得的结果", "en": "what other GPUs measured"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认；{where}）",
@@ -451,7 +458,7 @@ class ClaimRenderer:
             note = ""
             if not candidate.cited:
                 agreement, note = self._agreement(candidate.name, dataset, column, rows.iloc[0], differs)
-                reasons += agreement
+                reasons += agreement + self._card_disagreement(candidate.name, schema, column, rows.iloc[0])
                 self.figures.append(Figure(claim_key, candidate.name, dataset, column,
                                            self.consistency.for_figure(candidate.name, dataset, column, rows.iloc[0]),
                                            differs, raw if numeric else None))
@@ -579,6 +586,9 @@ class ClaimRenderer:
             verdict = self.consistency.for_figure(env.name, schema.name, column, row)
             if verdict is not None and not verdict.agree:
                 reasons.append(self._disagreement(verdict))
+        for figure in self.cross_cards.figures:
+            if figure.dataset == schema.name:
+                reasons += self._card_disagreement(env.name, schema, figure.column, row)
         return reasons
 
     def _disagreement(self, verdict) -> str:
@@ -628,6 +638,31 @@ class ClaimRenderer:
     def consistency(self) -> Consistency:
         return consistency_for(self.store)
 
+    @property
+    def cross_cards(self) -> cards.CrossCards:
+        return cards.cross_cards_for(self.store)
+
+    def _card_disagreement(self, env: str, schema: DatasetSchema, column: str, row) -> list[str]:
+        """This figure 未确认 where a card with less measured bandwidth and compute did better beyond the spread:
+        both cards' figures side by side, with their ranges."""
+        verdict = self.cross_cards.for_figure(env, schema.name, column, row, schema.key)
+        if verdict is None:
+            return []
+        unit = unit_label(schema.column(column).unit, self.lang)
+        open_, close = self._parens()
+
+        def reading(r: cards.CardReading) -> str:
+            shown = with_unit(format_number(r.value, self.lang), unit, self.lang)
+            spread = f"{open_}{format_number(r.low, self.lang)}–{format_number(r.high, self.lang)}{close}"
+            return shown + (spread if r.low != r.high else "")
+
+        return [t("card_inconsistent", self.lang).format(
+            weak_card=verdict.weaker.card, strong_card=verdict.stronger.card,
+            weak=reading(verdict.weaker), strong=reading(verdict.stronger))]
+
+    def _figure_env(self, key: str) -> str | None:
+        return next((f.env for f in reversed(self.figures) if f.key == key), None)
+
     def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
         """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence
         says of them: ``<``/``>`` (smaller/larger by more than TIE_MARGIN), ``≤``/``≥`` (ties allowed: an ordering
@@ -639,6 +674,8 @@ class ClaimRenderer:
             if name not in self.numbers:
                 raise UnknownName(f"{self.page}: compare({left!r}, {relation!r}, {right!r}): no number named {name!r}"
                                   " earlier on this page (give the value key=...)")
+        cards.check_same_card(self.store, f"{self.page}: compare({left!r}, {relation!r}, {right!r})",
+                              self._figure_env(left), self._figure_env(right))
         a, b = self.numbers[left], self.numbers[right]
         key = f"compare:{left}{relation}{right}"
         words = f"{self.texts.get(left, left)} {relation} {self.texts.get(right, right)}"
@@ -1184,10 +1221,12 @@ class ClaimRenderer:
         return (f'<div class="page-answers"><p class="page-answers-title">{t("answers", self.lang)}</p>'
                 f'<dl>{"".join(items)}</dl></div>')
 
-    def _answer_html(self, found: facts.Topic, question: facts.Question) -> str:
+    def _answer_html(self, found: facts.Topic, question: facts.Question, topic_page: str = "") -> str:
         """A question's answer: its sentences (escaped) with each fact's HTML in its slot. A sentence citing a fact
         that is not measured is left out (a sentence of blanks says nothing), and one mark with what would settle
-        it stands in for all such sentences. Figures other datasets measured differently: see ``_other_figures``."""
+        it stands in for all such sentences, with a link to the other cards' figures where the question names their
+        section (``topic_page``: the topic page's address from the page rendering it, "" on that page itself).
+        Figures other datasets measured differently: see ``_other_figures``."""
         figures = len(self.figures)
         kept, missing = [], False
         for sentence in facts.sentences(question.answer[self.lang], self.lang):
@@ -1199,6 +1238,8 @@ class ClaimRenderer:
                 missing = True
             else:
                 kept.append(html_out)
+        cards.check_one_card(self.store, f"{self.page}: the answer to {question.ask['en']!r} ({found.name})",
+                             [f.env for f in self.figures[figures:]])
         body = one_mark_per_range(once_per_source(("" if self.lang == "zh" else " ").join(kept)))
         if kept:
             body += self._other_figures(self.figures[figures:])
@@ -1206,6 +1247,10 @@ class ClaimRenderer:
             unsettled = question.unsettled.get(self.lang, "")
             body += (" " if body else "") + self.badge("not_measured", question.ask[self.lang]) + (
                 f' <span class="answer-unsettled">{flags_as_code(inline_code(unsettled))}</span>' if unsettled else "")
+            if question.elsewhere:
+                href = f"{topic_page}#{question.elsewhere}"
+                body += (f' <a class="answer-elsewhere" href="{html.escape(href)}">'
+                         f'{html.escape(t("elsewhere", self.lang))}</a>')
         return body
 
     def _other_figures(self, figures: list[Figure]) -> str:
@@ -1252,7 +1297,7 @@ class ClaimRenderer:
             if not found.questions or not found.has_page:
                 continue
             first, *rest = found.questions
-            answered = self._answer_html(found, first)
+            answered = self._answer_html(found, first, f"{found.name}/")
             more = "".join(f'<li><a href="{html.escape(found.name)}/#{html.escape(q.figure)}">'
                            f"{flags_as_code(html.escape(q.ask[self.lang]))}</a></li>" for q in rest)
             sections.append(
@@ -1275,8 +1320,12 @@ class ClaimRenderer:
                 href = (pages or {}).get(found.name) if found.has_page else None
                 link = (f' <a class="answer-figure" href="{html.escape(href)}#{html.escape(question.figure)}">'
                         f'{t("answer_figure", self.lang)}</a>') if href else ""
-                lines.append(f"### {question.ask[self.lang]}\n\n{keep(self._answer_html(found, question) + link)}\n")
+                lines.append(f"### {question.ask[self.lang]}\n\n{keep(self._answer_html(found, question, href or '') + link)}\n")
         return "\n".join(lines)
+
+    def gpu_runs(self) -> str:
+        """Every GPU experiment with its card, code revision, date and GPU minutes (the method page)."""
+        return cards.gpu_runs_table(self.store, self.lang, short_revision, format_number)
 
     def macros(self) -> dict:
         return {name: getattr(self, name) for name in MACROS}
@@ -1284,7 +1333,7 @@ class ClaimRenderer:
 
 # The claim macros pages may call (the site's and the page scanner's alike); anything else fails the build.
 MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare", "agreement", "fact", "answers",
-          "site_answers", "faq")
+          "site_answers", "faq", "gpu_runs")
 
 
 # Plotly reads its strings as a small HTML (links, <br>, <b>…) and decodes entities first, so escaping is not

@@ -86,6 +86,9 @@ class Question:
     answer: dict[str, str]
     figure: str
     unsettled: dict[str, str] = field(default_factory=dict)
+    # the heading id, on the topic's page, of the section showing other GPU cards' figures for this question: an
+    # answer cites one card (measure/site/cards.py ANSWER_CARD) and, while that card lacks a figure, links there
+    elsewhere: str = ""
 
     def slots(self) -> list[str]:
         found = {lang: SLOT.findall(self.answer[lang]) for lang in LANGS}

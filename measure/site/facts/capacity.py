@@ -1,13 +1,10 @@
 """Memory and capacity (docs/capacity.*.md): decode against the bandwidth floor, what the memory setting buys in KV
-tokens and requests, what a full cache does, the fp8 KV cache, batch limits, and --api-server-count. The H200's figures
-(full-size Qwen3, dummy weights, default mode); --api-server-count's come from an H100 lease."""
+tokens and requests, what a full cache does, the fp8 KV cache, batch limits, and --api-server-count. Answers cite the
+H200 (full-size Qwen3, dummy weights, default mode); an H100 lease's figures sit in the page's "On other GPUs" section."""
 
 from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
-# decode floors for both models and --api-server-count were measured on an H100 lease at a newer revision than the
-# H200's capacity rows (its api_servers rows are still to come); the front end's limit is the host's CPU, the same kind of host for both cards
-H100 = "gpu-1x-nvidia-h100-80gb-hbm3"
 
 
 def on(env: str, dataset: str, column: str, digits: int = 1, spread: bool = False, round_down: bool = False,
@@ -21,10 +18,6 @@ def h200(dataset: str, column: str, digits: int = 1, spread: bool = False, round
     # missing_ok: some H200 rows of these experiments are still to come; until then they render 未实测, with what
     # would settle each answer
     return on(H200, dataset, column, digits, spread, round_down, missing_ok=True, **where)
-
-
-def h100(dataset: str, column: str, digits: int = 1, spread: bool = False, **where) -> Value:
-    return on(H100, dataset, column, digits, spread, **where)
 
 
 def memory(column: str, utilization: str, digits: int = 1, round_down: bool = False) -> Value:
@@ -46,7 +39,7 @@ def kv(column: str, dtype: str, prompt: int, digits: int = 1) -> Value:
 
 
 def front(column: str, model: str, count: int, concurrency: int, digits: int = 0, spread: bool = False) -> Value:
-    return h100("api_servers.load", column, digits, spread, model=model, api_server_count=count,
+    return h200("api_servers.load", column, digits, spread, model=model, api_server_count=count,
                 concurrency=concurrency)
 
 
@@ -80,28 +73,17 @@ topic("capacity", facts={
     "api_processes_cpu": Value("api_servers.load", "api_processes",
                                {"model": "tiny-Qwen3-0.6B", "api_server_count": 2, "concurrency": 8},
                                {"env": CPU, "unit": ""}),
-    # the H100's rounds repeat within 0.1 %: their range would print as 1.52–1.52 (the tooltip keeps it)
-    "tpot_06b": h100("capacity.decode_floor", "tpot_ms", 2, model="Qwen3-0.6B"),
-    "floor_06b": h100("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
-    "floor_share_06b": h100("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
+    "tpot_06b": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-0.6B"),
+    "floor_06b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
+    "floor_share_06b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-0.6B"),
     "floor_far_below_06b": Ratio("floor_06b", "<<", "tpot_06b", show=False),
-    "bandwidth": h100("capacity.bandwidth", "bandwidth_gb_s", 0),
-    "weight_gb_06b": h100("capacity.decode_floor", "weight_gb", 2, model="Qwen3-0.6B"),
-    "beyond_06b": h100("capacity.decode_floor", "beyond_floor_ms", 2, model="Qwen3-0.6B"),
-    "tpot_8b": h100("capacity.decode_floor", "tpot_ms", 2, model="Qwen3-8B"),
-    "floor_8b": h100("capacity.decode_floor", "floor_ms", 2, model="Qwen3-8B"),
-    "floor_share_8b": h100("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-8B"),
+    "bandwidth": h200("capacity.bandwidth", "bandwidth_gb_s", 0),
+    "weight_gb_06b": h200("capacity.decode_floor", "weight_gb", 2, model="Qwen3-0.6B"),
+    "tpot_8b": h200("capacity.decode_floor", "tpot_ms", 2, model="Qwen3-8B"),
+    "floor_8b": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-8B"),
+    "floor_share_8b": h200("capacity.decode_floor", "floor_share_pct", 0, model="Qwen3-8B"),
     "floor_share_8b_vs_06b": Ratio("floor_share_8b", ">>", "floor_share_06b", show=False),
-    "weight_gb_8b": h100("capacity.decode_floor", "weight_gb", 1, model="Qwen3-8B"),
-    "beyond_8b": h100("capacity.decode_floor", "beyond_floor_ms", 2, model="Qwen3-8B"),
-    "beyond_8b_vs_06b": Ratio("beyond_8b", ">", "beyond_06b"),
-    "tpot_06b_h200": h200("capacity.decode_floor", "tpot_ms", 2, spread=True, model="Qwen3-0.6B"),
-    "floor_06b_h200": h200("capacity.decode_floor", "floor_ms", 2, model="Qwen3-0.6B"),
-    "bandwidth_h200": h200("capacity.bandwidth", "bandwidth_gb_s", 0),
-    "h200_step_longer": Ratio("tpot_06b_h200", ">", "tpot_06b", show=False),
-    "h200_step_longer_why": Unconfirmed({
-        "zh": "两次测量的主机和代码版本都不同，这里没有测出是哪一个造成的",
-        "en": "the two runs differ in host and code revision, and nothing here measured which of them it is"}),
+    "weight_gb_8b": h200("capacity.decode_floor", "weight_gb", 1, model="Qwen3-8B"),
     "kv_gib_09": memory("kv_cache_gib", "0.9"),
     "kv_tokens_09": memory("kv_cache_tokens", "0.9", 0),
     # the 0.9 server was started for its start-up facts only: its KV tokens ÷ the knee request's tokens
@@ -168,30 +150,23 @@ topic("capacity", facts={
     Question(
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
              "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
-        answer={"zh": "对小模型来说不是显存带宽：读权重只占每步时间的一小部分。在一张 H100 上一次只有一个请求时，Qwen3-0.6B 每个输出 token 用 {tpot_06b}。"
-                      "每步至少要把 {weight_gb_06b} 权重从显存读一遍，按实测带宽 {bandwidth} 算，下限是 {floor_06b}"
-                      "{floor_far_below_06b}，只占每步时间的 {floor_share_06b}：其余 {beyond_06b} 花在读权重以外的事上"
-                      "（启动内核、注意力、采样、调度器、步与步之间的 API 服务器；这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token "
-                      "用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}{floor_share_8b_vs_06b}：大模型才是被显存带宽拖住的；"
-                      "它在下限之外多用的 {beyond_8b} 是 0.6B 的 {beyond_8b_vs_06b}。H200 上（带宽 {bandwidth_h200}，"
-                      "这一行测于较早的代码版本）0.6B 每个输出 token 用 {tpot_06b_h200}，下限 {floor_06b_h200}："
-                      "带宽更高，每步却比 H100 上长{h200_step_longer}，原因还不清楚 {h200_step_longer_why}。",
-                "en": "For a small model, not the memory bandwidth: reading the weights is a small part of each step. On an H100 with one request at a time, Qwen3-0.6B took "
-                      "{tpot_06b} per output token. Each step has to read its {weight_gb_06b} of weights from memory at "
-                      "least once; at the measured bandwidth of {bandwidth} that floor is {floor_06b}"
-                      "{floor_far_below_06b}, only {floor_share_06b} of a step: the other {beyond_06b} go to something "
-                      "other than reading weights (kernel launches, attention, sampling, the scheduler, the API server "
-                      "between steps; not measured apart here). Qwen3-8B reads "
-                      "{weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of {floor_8b}, "
-                      "{floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory bandwidth "
-                      "holds back. Its time beyond the floor, {beyond_8b}, is {beyond_8b_vs_06b} the 0.6B's. On the "
-                      "H200 (bandwidth {bandwidth_h200}; a row measured with older code) the 0.6B took {tpot_06b_h200} "
-                      "per output token against a floor of {floor_06b_h200}: more bandwidth, yet a longer step than on "
-                      "the H100{h200_step_longer}; why is not known {h200_step_longer_why}."},
+        answer={"zh": "对小模型来说不是显存带宽：读权重只占每步时间的一小部分。在 H200 上一次只有一个请求时，Qwen3-0.6B "
+                      "每个输出 token 用 {tpot_06b}。每步要把 {weight_gb_06b} 权重读一遍，按实测带宽 {bandwidth} 算，下限是 "
+                      "{floor_06b}{floor_far_below_06b}，只占每步时间的 {floor_share_06b}，其余时间花在启动内核、注意力、采样、"
+                      "调度器和步与步之间的 API 服务器上（这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token "
+                      "用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}{floor_share_8b_vs_06b}：大模型才是被显存带宽拖住的。",
+                "en": "For a small model, not the memory bandwidth: reading the weights is a small part of each step. On the "
+                      "H200 with one request at a time, Qwen3-0.6B took {tpot_06b} per output token. Each step reads its "
+                      "{weight_gb_06b} of weights once; at the measured bandwidth of {bandwidth} that floor is "
+                      "{floor_06b}{floor_far_below_06b}, only {floor_share_06b} of a step: the rest goes to kernel "
+                      "launches, attention, sampling, the scheduler and the API server between steps (not measured apart "
+                      "here). Qwen3-8B reads {weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of "
+                      "{floor_8b}, {floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory "
+                      "bandwidth holds back."},
         figure="decode-floor",
-        unsettled={"zh": "需要一次 `capacity` 实验：测带宽，再一次一个请求地测两个模型每个输出 token 的时间。",
-                   "en": "Settling it takes one run of the `capacity` experiment: the bandwidth, then each model's time "
-                         "per output token with one request at a time."}),
+        unsettled={"zh": "Qwen3-8B 在 H200 上还要再跑一次 `capacity` 实验。",
+                   "en": "Qwen3-8B on the H200 takes one more run of the `capacity` experiment."},
+        elsewhere="other-gpus-decode-floor"),
     Question(
         ask={"zh": "为什么 vLLM 给一个小模型占掉约 90% 的显存？这些显存能同时装下多少请求？",
              "en": "Why does vLLM take about 90 % of the GPU for a small model, and how many requests does that hold?"},
@@ -287,36 +262,35 @@ topic("capacity", facts={
                          "the H200, each sent the same requests."}),
     Question(
         ask={"zh": "一张 GPU 上该不该设 --api-server-count？", "en": "Should I set --api-server-count on one GPU?"},
-        answer={"zh": "小模型、高负载时该设：那时拖住服务器的是唯一的 API 服务器进程。在一张 H100 上，Qwen3-0.6B、256 个对话"
-                      "请求同时在途：1 个 API 服务器进程时它用了 {api_chat_cpu_1} 的 CPU（一个 Python 进程差不多就是一个核），"
-                      "引擎核心只用了 {api_engine_cpu_1}，输出吞吐 {api_chat_1}；4 个进程时是 {api_chat_4}"
-                      "（{api_chat_4_vs_1}），引擎核心忙到 {api_engine_cpu_4}{api_engine_busier_4}，首 token 中位数从 "
-                      "{api_chat_ttft_1} 降到 {api_chat_ttft_4}{api_chat_ttft_4_vs_1}。16 个在途时引擎核心已用到 "
-                      "{api_chat_16_engine_cpu_1}，定节奏的是引擎，4 个进程只多出一点：1 个进程 {api_chat_16_1}，4 个 "
-                      "{api_chat_16_4}（{api_chat_16_4_vs_1}）{api_gain_small_at_16}。每步更慢的 Qwen3-8B 在 256 个在途时 API 服务器只用了 "
-                      "{api_8b_cpu_1}，比 0.6B 少{api_8b_cpu_below_06b}；1 个进程时 {api_8b_1}，4 个时 {api_8b_4}"
-                      "（{api_8b_4_vs_1}）。嵌入"
-                      "（Qwen3-Embedding-0.6B，256 个在途）的 API 服务器用了 {api_embed_cpu_1}，4 个进程时从 {api_embed_1} "
-                      "到 {api_embed_4}（{api_embed_4_vs_1}）。vLLM 0.26 的源码里只有 vllm serve "
-                      "照这个参数启动多个进程，这里的服务器都经它启动：在 CPU 替身上，--api-server-count 2 留下了 "
-                      "{api_processes_cpu} 个 API 服务器进程。",
-                "en": "Yes for a small model at high load, where the one API-server process is what limits the server. "
-                      "On an H100 with Qwen3-0.6B and 256 chat requests in flight, one API-server process used "
-                      "{api_chat_cpu_1} of CPU (one Python process gets about one core) while the engine core used "
-                      "{api_engine_cpu_1}, for {api_chat_1} of output; four processes delivered {api_chat_4} "
-                      "({api_chat_4_vs_1}), kept the engine core busier ({api_engine_cpu_4}{api_engine_busier_4}) and "
-                      "cut the median first token from {api_chat_ttft_1} to {api_chat_ttft_4}{api_chat_ttft_4_vs_1}. "
-                      "At 16 in flight the engine core was already at {api_chat_16_engine_cpu_1} and set the pace: four "
-                      "processes added little: one delivered {api_chat_16_1}, four {api_chat_16_4} ({api_chat_16_4_vs_1})"
-                      "{api_gain_small_at_16}. Qwen3-8B, whose steps take longer, kept its one API server at "
-                      "{api_8b_cpu_1} with 256 in flight, less than the 0.6B model's{api_8b_cpu_below_06b}; one "
-                      "process delivered {api_8b_1}, four {api_8b_4} ({api_8b_4_vs_1}). For embeddings (Qwen3-Embedding-0.6B, 256 in flight) the one API server "
-                      "used {api_embed_cpu_1}; four took it from {api_embed_1} to {api_embed_4} ({api_embed_4_vs_1}). "
-                      "In vLLM 0.26's source only vllm serve (vllm/entrypoints/cli/serve.py) starts several processes "
-                      "for the flag, and the servers here start through it: on the CPU stand-in, --api-server-count 2 "
-                      "left {api_processes_cpu} API-server processes."},
+        answer={"zh": "小模型、高负载时该设：在 H200 上，Qwen3-0.6B、256 个对话请求同时在途时，4 个 API 服务器进程的输出吞吐是 "
+                      "{api_chat_4}，1 个进程时是 {api_chat_1}（{api_chat_4_vs_1}）。1 个进程时拖住服务器的就是它：它用了 "
+                      "{api_chat_cpu_1} 的 CPU（一个 Python 进程差不多就是一个核），引擎核心只用了 {api_engine_cpu_1}；4 个进程时"
+                      "引擎核心忙到 {api_engine_cpu_4}{api_engine_busier_4}，首 token 中位数从 {api_chat_ttft_1} 降到 "
+                      "{api_chat_ttft_4}{api_chat_ttft_4_vs_1}。16 个在途时定节奏的是引擎（它已用到 {api_chat_16_engine_cpu_1}），"
+                      "4 个进程只多出一点：{api_chat_16_1} 对 {api_chat_16_4}（{api_chat_16_4_vs_1}）{api_gain_small_at_16}。"
+                      "每步更慢的 Qwen3-8B 在 256 个在途时 API 服务器只用了 {api_8b_cpu_1}{api_8b_cpu_below_06b}，1 个进程 "
+                      "{api_8b_1}，4 个 {api_8b_4}（{api_8b_4_vs_1}）。嵌入（Qwen3-Embedding-0.6B，256 个在途）的 API 服务器用了 "
+                      "{api_embed_cpu_1}，4 个进程时从 {api_embed_1} 到 {api_embed_4}（{api_embed_4_vs_1}）。"
+                      "vLLM 0.26 的源码里只有 vllm serve 照这个参数启动多个进程，这里的服务器都经它启动：在 CPU 替身上，"
+                      "--api-server-count 2 留下了 {api_processes_cpu} 个 API 服务器进程。",
+                "en": "Yes for a small model at high load: on the H200 with Qwen3-0.6B and 256 chat requests in flight, "
+                      "four API-server processes delivered {api_chat_4} of output against one process's {api_chat_1} "
+                      "({api_chat_4_vs_1}). With one, that process is what limits the server: it used {api_chat_cpu_1} "
+                      "of CPU (one Python process gets about one core) while the engine core used {api_engine_cpu_1}; "
+                      "with four the engine core got busier ({api_engine_cpu_4}{api_engine_busier_4}) and the median "
+                      "first token fell from {api_chat_ttft_1} to {api_chat_ttft_4}{api_chat_ttft_4_vs_1}. At 16 in "
+                      "flight the engine set the pace (already at {api_chat_16_engine_cpu_1}) and four processes added "
+                      "little: {api_chat_16_1} against {api_chat_16_4} ({api_chat_16_4_vs_1}){api_gain_small_at_16}. "
+                      "Qwen3-8B, whose steps take longer, kept its one API server at {api_8b_cpu_1} with 256 in flight"
+                      "{api_8b_cpu_below_06b}; one process delivered {api_8b_1}, four {api_8b_4} ({api_8b_4_vs_1}). For "
+                      "embeddings (Qwen3-Embedding-0.6B, 256 in flight) the one API server used {api_embed_cpu_1}; four "
+                      "took it from {api_embed_1} to {api_embed_4} ({api_embed_4_vs_1}). In vLLM 0.26's source only "
+                      "vllm serve (vllm/entrypoints/cli/serve.py) starts several processes for the flag, and the servers "
+                      "here start through it: on the CPU stand-in, --api-server-count 2 left {api_processes_cpu} "
+                      "API-server processes."},
         figure="api-server-count",
-        unsettled={"zh": "需要用 vllm serve 以 --api-server-count 1、2、4 分别跑对话和嵌入，记录吞吐、TTFT 和各进程的 CPU 占用。",
+        unsettled={"zh": "需要在 H200 上用 vllm serve 以 --api-server-count 1、2、4 分别跑对话和嵌入，记录吞吐、TTFT 和各进程的 CPU 占用。",
                    "en": "Settling it takes chat and embeddings served through `vllm serve` at --api-server-count 1, 2 "
-                         "and 4, with throughput, TTFT and each process's CPU share."}),
+                         "and 4 on the H200, with throughput, TTFT and each process's CPU share."},
+        elsewhere="other-gpus-api-server-count"),
 ), title={"zh": "显存与容量", "en": "Memory and capacity"})

@@ -2,9 +2,6 @@
 
 from measure.site.facts import Question, Ratio, Value, topic
 
-# the --api-server-count rows this page cites are the capacity page's (one selector for both)
-from measure.site.facts.capacity import front
-
 H200 = "gpu-1x-nvidia-h200"
 H100 = "gpu-1x-nvidia-h100-80gb-hbm3"
 
@@ -14,7 +11,7 @@ def fidelity(column: str, metric: str, digits: int, concurrency: int = 32, **opt
                  {"env": H200, "digits": digits} | options)
 
 
-def interval(column: str, point: str, digits: int | None, env: str = H100, **options) -> Value:
+def interval(column: str, point: str, digits: int | None, env: str = H200, **options) -> Value:
     return Value("fidelity_interval.ratio", column, {"point": point, "metric": "output throughput"},
                  {"env": env, "digits": digits} | options)
 
@@ -32,14 +29,10 @@ topic("method", facts={
     "ours_tok_s_128": fidelity("harness", "output throughput", 0, concurrency=128, unit="tok/s"),
     "bench_tok_s_128": fidelity("bench", "output throughput", 0, concurrency=128, unit="tok/s"),
     "agree_128": Ratio("ours_tok_s_128", "≈", "bench_tok_s_128", show=False),
-    # more API-server processes lift that front end (measured on an H100 lease, capacity page)
-    "api_1_h100": front("tokens_per_s", "Qwen3-0.6B", 1, 256),
-    "api_4_h100": front("tokens_per_s", "Qwen3-0.6B", 4, 256),
-    "api_4_vs_1_h100": Ratio("api_4_h100", ">>", "api_1_h100", digits=1),
     # the two ranges overlap: each one's slowest round is below the other's fastest
     "overlap_ours": Ratio("ours_min", "<", "bench_max", show=False),
     "overlap_bench": Ratio("bench_min", "<", "ours_max", show=False),
-    # the ratio with a confidence interval, at the code's current sizes (an H100 lease), engine-bound ...
+    # the ratio with a confidence interval on the H200, engine-bound ...
     "iv_concurrency": interval("concurrency", "engine-bound", 0, unit=""),
     "iv_requests": interval("requests", "engine-bound", 0, unit=""),
     "iv_rounds": interval("rounds", "engine-bound", 0, unit=""),
@@ -55,14 +48,7 @@ topic("method", facts={
     "iv_worker_cpu": interval("harness_worker_cpu_max", "engine-bound", 2, unit=""),
     "iv_engine_over_api": Ratio("iv_engine_cpu", "≥", "iv_api_cpu", show=False),
     "iv_engine_over_bench": Ratio("iv_engine_cpu", "≥", "iv_bench_cpu", show=False),
-    # ... the H200's earlier run, with a quarter of the requests a round
-    "h200_iv_requests": interval("requests", "engine-bound", 0, env=H200, unit=""),
-    "h200_iv_low": interval("ratio_ci_low", "engine-bound", 3, env=H200),
-    "h200_iv_high": interval("ratio_ci_high", "engine-bound", 3, env=H200),
-    "h200_iv_gap": interval("ci_max_gap_pct", "engine-bound", 1, env=H200),
-    "h200_iv_wider": Ratio("h200_iv_gap", ">", "iv_gap", show=False),
-    "h200_fewer_requests": Ratio("h200_iv_requests", "<", "iv_requests", show=False),
-    # ... and at high load with several API-server processes, on both cards
+    # ... and at high load with several API-server processes
     "hl_concurrency": interval("concurrency", "high load", 0, unit=""),
     "hl_api_servers": interval("api_server_count", "high load", 0, unit=""),
     "hl_ratio": interval("ratio", "high load", 3),
@@ -73,17 +59,16 @@ topic("method", facts={
     "hl_worker_cpu": interval("harness_worker_cpu_max", "high load", 2, unit=""),
     "hl_low": interval("ratio_ci_low", "high load", 3),
     "hl_high": interval("ratio_ci_high", "high load", 3),
-    "hl_spread_ours": interval("harness_spread_pct", "high load", 0),
-    "hl_spread_bench": interval("bench_spread_pct", "high load", 0),
-    "hl_api_cpu": interval("api_cpu_max", "high load", 2, unit=""),
-    "hl_engine_cpu": interval("engine_cpu", "high load", 2, unit=""),
     "hl_limited_by": interval("limited_by", "high load", None),
-    "h200_hl_limited_by": interval("limited_by", "high load", None, env=H200),
     "hl_workers_idle": Ratio("hl_worker_cpu", "<", "hl_bench_cpu", show=False),
-    "h200_hl_ours_tok_s": interval("harness", "high load", 0, env=H200, unit="tok/s"),
-    "h200_hl_bench_tok_s": interval("bench", "high load", 0, env=H200, unit="tok/s"),
-    "h200_hl_bench_less": Ratio("h200_hl_bench_tok_s", "<", "h200_hl_ours_tok_s", show=False),
-    "h200_hl_bench_cpu": interval("bench_cpu_share", "high load", 2, env=H200, unit=""),
+    # an H100 lease's run of the same experiment at the code's later sizes (the page's "On other GPUs" paragraph)
+    "h100_iv_requests": interval("requests", "engine-bound", 0, env=H100, unit=""),
+    "h100_iv_gap": interval("ci_max_gap_pct", "engine-bound", 1, env=H100),
+    "h100_iv_low": interval("ratio_ci_low", "engine-bound", 3, env=H100),
+    "h100_iv_high": interval("ratio_ci_high", "engine-bound", 3, env=H100),
+    "h100_hl_limited_by": interval("limited_by", "high load", None, env=H100),
+    "h100_hl_bench_cpu": interval("bench_cpu_share", "high load", 2, env=H100, unit=""),
+    "h100_hl_worker_cpu": interval("harness_worker_cpu_max", "high load", 2, env=H100, unit=""),
 }, questions=(
     Question(
         ask={"zh": "本站的负载客户端测出的数字，和 vllm bench serve 一致吗？",
@@ -93,9 +78,7 @@ topic("method", facts={
                       "服务器进程（用了 {api_server_cpu} 个核），两个客户端都没有饱和，而各自的轮次分散得很开（本站 "
                       "{ours_min}–{ours_max}，bench {bench_min}–{bench_max}），两个范围相互重叠"
                       "{overlap_ours}{overlap_bench}：这几轮既不能说明两个工具有差别，也不能说明它们有多接近。128 个在途时，同一次运行里两者一致：{ours_tok_s_128} 对 "
-                      "{bench_tok_s_128}（比值 {ratio_128}{agree_128}）。多开 API 服务器进程能解除前端的限制：在一张 H100 上"
-                      "（Qwen3-0.6B，256 个在途），4 个进程的输出吞吐是 1 个进程时 {api_1_h100} 的 {api_4_vs_1_h100}"
-                      "（{api_4_h100}）。",
+                      "{bench_tok_s_128}（比值 {ratio_128}{agree_128}）。",
                 "en": "Not shown at 32 chat requests in flight: on the H200 our client measured {ours_tok_s} of output and "
                       "vllm bench serve {bench_tok_s}, its median {ours_vs_bench} the bench's, outside this project's five "
                       "per cent tolerance. But the pace was set by vLLM's one API-server process ({api_server_cpu} of a "
@@ -103,57 +86,40 @@ topic("method", facts={
                       "bench's {bench_min}–{bench_max}); the two ranges overlap{overlap_ours}{overlap_bench}, so these "
                       "rounds show neither that the tools differ nor how close they are. At 128 in flight the two agreed "
                       "within that run: {ours_tok_s_128} against "
-                      "{bench_tok_s_128} (ratio {ratio_128}{agree_128}). More API-server processes lift that front "
-                      "end: on an H100 (Qwen3-0.6B, 256 in flight) four delivered {api_4_h100} of output, "
-                      "{api_4_vs_1_h100} one process's {api_1_h100}."},
+                      "{bench_tok_s_128} (ratio {ratio_128}{agree_128})."},
         figure="bench-check",
         unsettled={"zh": "需要在同一服务器上交替跑两个客户端。", "en": "Settling it takes both clients in turn against one server."}),
     Question(
         ask={"zh": "本站客户端和 vllm bench serve 最多可能差多少？",
              "en": "How far apart could our client and vllm bench serve be?"},
         answer={"zh": "低负载时不能排除两者相差多达 {iv_gap}，超出本项目为这个区间定下的百分之三目标；高负载时 bench 测得的吞吐比本站少。"
-                      "在一张 H100 上，{iv_concurrency} 个对话请求在途、一个 API 服务器进程、每轮 {iv_requests} 个请求，"
+                      "在 H200 上，{iv_concurrency} 个对话请求在途、一个 API 服务器进程、每轮 {iv_requests} 个请求，"
                       "{iv_rounds} 对交替进行的轮次测得本站 / bench 的输出吞吐之比为 {iv_ratio}（95% 置信区间 "
-                      "{iv_low}–{iv_high}）：平均而言很接近，区间却很宽。区间这么宽，是因为同一服务器、同样的请求下，每个工具自己的各轮之间就相差 "
+                      "{iv_low}–{iv_high}）。区间这么宽，是因为同一服务器、同样的请求下，每个工具自己的各轮之间就相差 "
                       "{iv_spread_ours}（本站）和 {iv_spread_bench}（bench）；两个客户端都不忙（最忙的进程分别用了 "
-                      "{iv_worker_cpu} 和 {iv_bench_cpu} 个核），最忙的进程是引擎核心，{iv_engine_cpu} 个核"
-                      "{iv_engine_over_api}{iv_engine_over_bench}。此前在 H200 上每轮只有 {h200_iv_requests} 个请求的"
-                      "一次运行{h200_fewer_requests}，区间更宽：{h200_iv_low}–{h200_iv_high}{h200_iv_wider}。"
-                      "高负载时（{hl_concurrency} 个在途、{hl_api_servers} 个 API 服务器进程），bench 测得的比本站少：H100 上各轮"
-                      "中位数为 {hl_bench_tok_s} 对 {hl_ours_tok_s}{hl_bench_less}；逐对相比，本站 / bench 的平均比值为 "
-                      "{hl_ratio}（区间 {hl_low}–{hl_high}）。"
-                      "同一台服务器给本站客户端送出的更多，所以差距多半在 bench 一侧：它唯一的进程"
-                      "用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，这些数字因此标为未确认。这台 H100 上各轮相差 "
-                      "{hl_spread_ours}（本站）和 {hl_spread_bench}（bench），最忙的 API 服务器进程用了 {hl_api_cpu} "
-                      "个核，引擎核心 {hl_engine_cpu} 个核，本站最忙的工作进程只用了 {hl_worker_cpu} 个核"
-                      "{hl_workers_idle}：这个负载下定节奏的是前端和 bench 的进程，不是本站的工作进程。"
-                      "H200 上的高负载运行也一样：{h200_hl_bench_tok_s} 对 {h200_hl_ours_tok_s}{h200_hl_bench_less}，"
-                      "bench 的进程用了 {h200_hl_bench_cpu} 个核。",
+                      "{iv_worker_cpu} 和 {iv_bench_cpu} 个核），最忙的是引擎核心，{iv_engine_cpu} 个核"
+                      "{iv_engine_over_api}{iv_engine_over_bench}。"
+                      "高负载时（{hl_concurrency} 个在途、{hl_api_servers} 个 API 服务器进程），各轮中位数 bench 为 "
+                      "{hl_bench_tok_s}，本站为 {hl_ours_tok_s}{hl_bench_less}；逐对相比，本站 / bench 的平均比值为 "
+                      "{hl_ratio}（区间 {hl_low}–{hl_high}）。bench 唯一的进程用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，"
+                      "本站最忙的工作进程只用了 {hl_worker_cpu} 个核{hl_workers_idle}：差距多半在 bench 一侧，这些数字因此标为未确认。",
                 "en": "At low load a gap of up to {iv_gap} cannot be ruled out, more than the three per cent this "
                       "project aims at for this interval; at high load the bench measured less throughput than ours. On "
-                      "an H100 with {iv_concurrency} chat requests in flight, one API-server process and "
+                      "the H200 with {iv_concurrency} chat requests in flight, one API-server process and "
                       "{iv_requests} requests a round, {iv_rounds} alternating pairs of rounds put ours / the bench's "
-                      "output throughput at {iv_ratio} (95 % confidence interval {iv_low}–{iv_high}): close on average, "
-                      "with a wide interval. The interval is that wide because each tool's own rounds spread by "
-                      "{iv_spread_ours} (ours) and {iv_spread_bench} (the bench's) on one server with the same "
-                      "requests; neither client was busy (their busiest processes used {iv_worker_cpu} and "
-                      "{iv_bench_cpu} of a core), and the busiest process was the engine core at {iv_engine_cpu} of a core"
-                      "{iv_engine_over_api}{iv_engine_over_bench}. An earlier run on the H200 with only "
-                      "{h200_iv_requests} requests a round{h200_fewer_requests} left a wider interval, "
-                      "{h200_iv_low}–{h200_iv_high}{h200_iv_wider}. At high load ({hl_concurrency} in flight, "
-                      "{hl_api_servers} API-server processes) the bench measured less than ours: {hl_bench_tok_s} "
-                      "against {hl_ours_tok_s}{hl_bench_less} on the H100 (medians of the rounds; pair by pair, ours / "
-                      "the bench's averaged {hl_ratio}, interval {hl_low}–{hl_high}). The same server delivered "
-                      "more to our client, so the gap most likely lies in the bench: its one process used {hl_bench_cpu} "
-                      "of a core, past the saturation share, which is why these figures are marked unconfirmed. On that "
-                      "H100 the rounds spread by {hl_spread_ours} (ours) and {hl_spread_bench} (the bench's) while the "
-                      "busiest API-server process used {hl_api_cpu} of a core, the engine core {hl_engine_cpu} and our "
-                      "busiest worker only {hl_worker_cpu}{hl_workers_idle}: at that load the front end and the "
-                      "bench's process set the pace, not our workers. The H200's high-load run showed the same: "
-                      "{h200_hl_bench_tok_s} against {h200_hl_ours_tok_s}{h200_hl_bench_less}, the bench's process at "
-                      "{h200_hl_bench_cpu} of a core."},
+                      "output throughput at {iv_ratio} (95 % confidence interval {iv_low}–{iv_high}). The interval is "
+                      "that wide because each tool's own rounds spread by {iv_spread_ours} (ours) and "
+                      "{iv_spread_bench} (the bench's) on one server with the same requests; neither client was busy "
+                      "(their busiest processes used {iv_worker_cpu} and {iv_bench_cpu} of a core), and the busiest "
+                      "process was the engine core at {iv_engine_cpu} of a core{iv_engine_over_api}"
+                      "{iv_engine_over_bench}. At high load ({hl_concurrency} in flight, {hl_api_servers} API-server "
+                      "processes) the rounds' medians were {hl_bench_tok_s} for the bench against {hl_ours_tok_s} for "
+                      "ours{hl_bench_less}; pair by pair, ours / the bench's averaged {hl_ratio} (interval "
+                      "{hl_low}–{hl_high}). The bench's one process used {hl_bench_cpu} of a core, past the saturation "
+                      "share, while our busiest worker used {hl_worker_cpu}{hl_workers_idle}: the gap most likely lies "
+                      "in the bench, which is why these figures are marked unconfirmed."},
         figure="fidelity-interval",
-        unsettled={"zh": "需要在 GPU 上运行这个置信区间实验；CPU 替身上的结果在所链接的小节里。",
-                   "en": "Settling it takes the fidelity_interval run on a GPU; the CPU stand-in's rows are in the "
-                         "section linked here."}),
+        unsettled={"zh": "需要在 H200 上运行这个置信区间实验。",
+                   "en": "Settling it takes the fidelity_interval run on the H200."},
+        elsewhere="fidelity-interval-other-gpus"),
 ), title={"zh": "方法", "en": "Method"})
