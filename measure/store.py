@@ -184,6 +184,14 @@ class Store:
     # environment or row it lacks render 未实测 instead of failing the build ($MEASURE_PARTIAL_DATA=1).
     partial: bool = field(default_factory=lambda: os.environ.get("MEASURE_PARTIAL_DATA") == "1")
     _frames: dict = field(default_factory=dict, repr=False)
+    _checks: dict = field(default_factory=dict, repr=False)
+
+    def check(self, kind: type):
+        """One ``kind(self)`` per store, made on first use: the build renders every page against the same checks
+        (the consistency of quantities, the cross-card comparison)."""
+        if kind not in self._checks:
+            self._checks[kind] = kind(self)
+        return self._checks[kind]
 
     @cached_property
     def environments(self) -> list[Environment]:

@@ -184,11 +184,7 @@ def _plain(value):
 
 def cross_cards_for(store: Store) -> CrossCards:
     """One check per store (every page renders against the same one)."""
-    cached = getattr(store, "_cross_cards", None)
-    if cached is None:
-        cached = CrossCards(store)
-        object.__setattr__(store, "_cross_cards", cached)
-    return cached
+    return store.check(CrossCards)
 
 
 GPU_RUNS_TEXT = {

@@ -147,8 +147,4 @@ class Consistency:
 
 def consistency_for(store: Store) -> Consistency:
     """One check per store (the build renders every page against the same one)."""
-    cached = getattr(store, "_consistency", None)
-    if cached is None:
-        cached = Consistency(store)
-        object.__setattr__(store, "_consistency", cached)
-    return cached
+    return store.check(Consistency)
