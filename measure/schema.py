@@ -7,6 +7,8 @@ line and column named, so a bad measurement never reaches a page silently.
 from __future__ import annotations
 
 import csv
+import io
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -63,6 +65,17 @@ COLUMNS_ADDED: dict[str, dict[str, str]] = {
     "pooling_limits.matmul_peak": {"dtype": "2026-12-05T12:00"},
     "capacity.knee": {"queue_ms": "2026-12-05T23:30"},
 }
+
+
+# What an error shows of text from a file: enough to find it, never the whole of a hostile one.
+EXCERPT_CHARS = 60
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, escaped excerpt of ``text`` for an error message: quoted, control and non-ASCII characters escaped,
+    cut at ``limit`` characters with the full length said."""
+    quoted = json.dumps(text[:limit], ensure_ascii=True)
+    return quoted if len(text) <= limit else f"{quoted}… ({len(text):,} characters)"
 
 
 def invisible_character(text: str) -> str | None:
@@ -231,7 +244,13 @@ class DatasetSchema:
 
         Two rows with the same key fail (a page could not say which one it shows), unless ``repeated_keys`` is
         ``"last"``: staged rows, where a resumed run that measured a row again appended the newer one."""
-        with open(path, newline="", encoding="utf-8") as fh:
+        raw = Path(path).read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise SchemaError(f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+        with io.StringIO(text, newline="") as fh:
             reader = csv.reader(fh)
             try:
                 header = next(reader)
@@ -249,7 +268,7 @@ class DatasetSchema:
                 header = self.header
             if header != self.header:
                 missing = [c for c in self.header if c not in header]
-                unknown = [c for c in header if c not in self.by_column]
+                unknown = [excerpt(c, 40) for c in header if c not in self.by_column][:5]
                 raise SchemaError(
                     f"{path}:1: header does not match dataset {self.name!r}"
                     f" (missing: {missing or '-'}; undeclared: {unknown or '-'}; expected order: {','.join(self.header)})"
@@ -303,9 +322,8 @@ class DatasetSchema:
                     try:
                         record[col.name] = col.parse(text)
                     except ValueError as exc:
-                        shown = text if len(text) <= 80 else text[:60] + f"… ({len(text):,} characters)"
                         raise SchemaError(f"{path}:{line_no}:{positions[col.name]}: column {col.name!r} ({col.dtype}): "
-                                          f"{shown!r}: {exc}") from None
+                                          f"{excerpt(text)}: {exc}") from None
                 records.append((line_no, record))
         except csv.Error as exc:  # e.g. a cell over csv's field limit: say where, not only what
             raise SchemaError(f"{path}:{line_no + 1}: not readable as CSV ({exc}); a cell holds at most "

@@ -7,16 +7,15 @@ measured environments never share a folder, and every page renders them differen
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from measure.schema import DatasetSchema, SchemaError, UnknownName, invisible_character
+from measure.provenance_file import read_provenance
+from measure.schema import DatasetSchema, SchemaError, UnknownName, excerpt
 
 PROVENANCE_FILE = "provenance.json"
 SOURCES = ("measured", "cited")
@@ -76,104 +75,6 @@ def _date_ordinal(date: str) -> int:
     return int(digits) if digits else 0
 
 
-class _Record(BaseModel):
-    """Strict types for the fields named; other fields (written by newer or older harnesses) are kept as they are."""
-
-    model_config = ConfigDict(strict=True, extra="allow")
-
-
-class _Server(_Record):
-    model: str | None = None
-    weights: str | None = None
-    command: list[str] | str | None = None  # attach mode writes a sentence: the user's flags are not known
-    env: dict[str, str] | None = None
-    vllm: str | None = None
-    startup: dict | None = None
-    startup_s: float | None = None
-    started_together: int | None = None
-    started: bool | None = None
-    error: str | None = None
-
-
-class _Dataset(_Record):
-    experiment: str | None = None
-    servers: list[str] = []
-    date: str | None = None
-    code_revision: str | None = None
-    software: dict | None = None
-
-
-class _Experiment(_Record):
-    date: str | None = None
-    code_revision: str | None = None
-    fingerprint: str | None = None
-    datasets: list[str] | None = None
-    wall_s: float | None = None
-    server_starts: list[dict] | None = None
-    software: dict | None = None
-
-
-class _Provenance(_Record):
-    """What ``provenance.json`` must hold (measure/harness/provenance.py writes it; a cited one is written by hand)."""
-
-    source: str
-    date: str
-    label: dict[str, str]
-    citation: dict | None = None
-    hardware: dict | None = None
-    software: dict | None = None
-    code_revision: str | None = None
-    profile: str | None = None
-    servers: dict[str, _Server] = {}
-    datasets: dict[str, _Dataset] = {}
-    experiments: dict[str, _Experiment] = {}
-
-    @field_validator("label")
-    @classmethod
-    def _visible(cls, label: dict[str, str]) -> dict[str, str]:
-        for lang, text in label.items():
-            hidden = invisible_character(text)
-            if hidden:
-                raise ValueError(f"the {lang} label holds {hidden}, a character that reorders or hides text")
-        return label
-
-
-def _check_types(prov, where: Path) -> None:
-    """Types and required fields of a provenance file; the error names the file and the field's path."""
-    if not isinstance(prov, dict):
-        raise SchemaError(f"{where}: a provenance file holds one JSON object, not {type(prov).__name__}")
-    try:
-        _Provenance.model_validate(prov)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise SchemaError(f"{where}: {field}: {first['msg']}{more}") from None
-    for server, record in (prov.get("servers") or {}).items():  # what a tooltip or a reproduce box shows
-        for part in [server, *(record.get("command") if isinstance(record.get("command"), list) else [])]:
-            hidden = invisible_character(part)
-            if hidden:
-                raise SchemaError(f"{where}: servers.{server}: holds {hidden}, a character that reorders or hides text")
-
-
-def validate_provenance(prov: dict, where: Path) -> None:
-    _check_types(prov, where)
-    if prov["source"] not in SOURCES:
-        raise SchemaError(f"{where}: source must be one of {SOURCES}, not {prov['source']!r}")
-    if prov["source"] == "cited" and not prov.get("citation"):
-        raise SchemaError(f"{where}: a cited environment must say what it cites ('citation')")
-    if prov["source"] == "measured":
-        for key in ("hardware", "software", "code_revision"):
-            if key not in prov:
-                raise SchemaError(f"{where}: measured provenance lacks {key!r}")
-        known = set(prov.get("servers") or {})
-        for name, record in sorted((prov.get("datasets") or {}).items()):
-            unknown = [s for s in record.get("servers", []) if s not in known]
-            if unknown:  # the commands behind those rows would be nowhere
-                raise SchemaError(f"{where}: dataset {name!r} names servers that 'servers' lacks: {', '.join(unknown)};"
-                                  " re-measure the dataset (its servers' commands are lost) or remove it")
-
-
 @dataclass
 class Store:
     """All environments under one data root, read lazily and validated against the schemas."""
@@ -198,19 +99,22 @@ class Store:
         envs = []
         if self.root.is_dir():
             for child in sorted(self.root.iterdir()):
-                prov_path = child / PROVENANCE_FILE
-                if child.name.startswith(".") or not prov_path.is_file():
+                if child.name.startswith("."):
                     continue
-                try:
-                    prov = json.loads(prov_path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as exc:
-                    raise SchemaError(f"{prov_path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-                validate_provenance(prov, prov_path)
-                env = Environment(child.name, child, prov)
+                if child.is_symlink():  # nothing under data/ is read through a link out of it
+                    raise SchemaError(f"{child}: a symbolic link; data/ holds plain folders and files (links are not "
+                                      "followed): replace it with the folder itself")
+                prov_path = child / PROVENANCE_FILE
+                if not child.is_dir() or not (prov_path.is_file() or prov_path.is_symlink()):
+                    continue
+                env = Environment(child.name, child, read_provenance(prov_path))
                 for csv_path in child.glob("*.csv"):
+                    if csv_path.is_symlink():
+                        raise SchemaError(f"{csv_path}: a symbolic link; a dataset is a plain file in its "
+                                          "environment's folder (links are not followed)")
                     if csv_path.stem not in self.schemas:
                         raise SchemaError(
-                            f"{csv_path}: no schema declares dataset {csv_path.stem!r};"
+                            f"{csv_path}: no schema declares dataset {excerpt(csv_path.stem)};"
                             " declare it in an experiment module (measure/experiments/) or remove the file"
                         )
                 envs.append(env)
@@ -248,11 +152,15 @@ class Store:
             envs = [e for e in envs if e.cited == cited]
         return envs
 
+    def published_files(self, env: Environment) -> list[Path]:
+        """The dataset files of ``env`` (every one a declared dataset, none a link: ``environments`` checks)."""
+        return sorted(env.path.glob("*.csv"))
+
     def validate_all(self) -> int:
-        """Read every CSV of every environment; returns how many files were checked."""
+        """Read every CSV of every environment, as a page would; returns how many files were checked."""
         count = 0
         for env in self.environments:
-            for csv_path in sorted(env.path.glob("*.csv")):
+            for csv_path in self.published_files(env):
                 self.frame(env, csv_path.stem)
                 count += 1
         return count

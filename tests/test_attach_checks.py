@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import multiprocessing
 import os
 import re
 import subprocess
@@ -134,3 +135,92 @@ def test_a_local_run_never_completes_or_skips_because_of_attached_figures(tmp_pa
     run = measure_run(tmp_path, "pooling", "--profile", "cpu", "--env", env, "--dry-run")
     out = run.stdout + run.stderr
     assert run.returncode != 0 and "holds figures of servers attach mode measured" in out, out[-2000:]
+
+
+def test_a_role_nothing_uses_is_refused_before_anything_runs_and_writes_nothing(serve, tmp_path):
+    url = serve(VLLM_LOOKALIKE | GOOD_WORK)
+    run = measure_run(tmp_path, "pooling", "--profile", "cpu", "--base-url", f"bogus={url}", "--weights", "dummy")
+    out = run.stdout + run.stderr
+    assert run.returncode != 0 and 'no experiment of this run sends requests to a role named "bogus"' in out, out[-2000:]
+    assert "Traceback" not in out, "a refusal is one clear message"
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir()), "no attached-… folder"
+
+
+def test_a_refusal_prints_one_message_and_its_traceback_only_with_verbose(serve, tmp_path):
+    url = serve({})  # nothing answers
+    quiet = measure_run(tmp_path, "pooling", "--profile", "cpu", "--base-url", f"embedding={url}", "--dry-run")
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
+    assert quiet.stderr.strip().splitlines()[-1].startswith("error: ") and "/v1/models answered HTTP 404" in quiet.stderr
+    env = os.environ | {"MEASURE_STATE_DIR": str(tmp_path / "state")}
+    loud = subprocess.run([sys.executable, "-m", "measure", "-v", "--data-root", str(tmp_path / "data"), "run",
+                           "pooling", "--profile", "cpu", "--base-url", f"embedding={url}", "--dry-run"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert "Traceback" in loud.stderr
+
+
+def test_an_oversized_or_hidden_model_id_is_refused_and_shown_briefly(serve):
+    from measure.harness.attach import attach
+    from measure.harness.server import ServerFailed
+
+    for bad in ("m" * 5_000_000, "m\u202eodel"):
+        with pytest.raises(ServerFailed) as failure:
+            attach(serve(VLLM_LOOKALIKE | {"/v1/models": {"data": [{"id": bad}]}}))
+        assert "an id is at most 256 characters" in str(failure.value) and len(str(failure.value)) < 500
+
+
+def test_a_token_count_that_is_no_count_fails_naming_the_route(serve):
+    import asyncio
+
+    from measure.harness.client import Client, ServerAnswerInvalid
+
+    url = serve(VLLM_LOOKALIKE | {"/v1/embeddings": '{"object": "list", "model": "m", "data": [{"object": "embedding", '
+                                                     '"index": 0, "embedding": [0.1]}], "usage": {"prompt_tokens": NaN, '
+                                                     '"total_tokens": 1}}',
+                                  "/rerank": '{"results": [{"index": 0, "relevance_score": NaN}]}'})
+
+    async def both():
+        client = Client(url + "/v1", "m")
+        try:
+            with pytest.raises(ServerAnswerInvalid, match="/v1/embeddings: the server reported prompt_tokens=nan"):
+                await client.embed(["a"])
+            with pytest.raises(ServerAnswerInvalid, match="/rerank: the server's answer holds NaN"):
+                await client.post("/rerank", {"query": "q", "documents": ["d"]})
+        finally:
+            await client.close()
+
+    asyncio.run(both())
+
+
+def test_a_stalled_answer_fails_with_that_said_instead_of_holding_the_run(monkeypatch):
+    """A server that stops sending mid-answer: the request fails after the stall limit, saying so."""
+    import socket
+    import time
+
+    from measure.harness import loadgen
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    held = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            held.append(conn)  # and then nothing more
+
+    threading.Thread(target=accept, daemon=True).start()
+    monkeypatch.setattr(loadgen, "STALL_S", 1.0)
+    shard = loadgen.Shard(f"http://127.0.0.1:{listener.getsockname()[1]}", {},
+                          [loadgen.HttpRequest.chat([{"role": "user", "content": "hi"}], "m", 4)], 1, time.monotonic(),
+                          60.0)
+    start = time.monotonic()
+    monkeypatch.setattr(loadgen, "_NEXT", multiprocessing.Value("q", 0))  # what a worker's start sets
+    report = loadgen.run_shard(shard)
+    assert time.monotonic() - start < 20
+    assert not report.timings[0].ok and "the server sent nothing for 1 s" in report.timings[0].error
+    listener.close()

@@ -1286,3 +1286,60 @@ def test_a_decode_step_is_timed_only_from_streams_that_carried_their_tokens():
     merged = Timing(True, 0.0, 0.1602, ttft_s=0.16, itl_s=[0.0002], output_tokens=16)
     assert stream_tpot_ms([streamed, merged]) == pytest.approx(10.0)
     assert stream_tpot_ms([merged]) is None
+
+
+def test_a_torn_last_row_in_staging_is_dropped_and_the_run_resumes(tmp_path, monkeypatch, capsys):
+    """A run killed while appending a row leaves part of it in staging: --resume cuts it off (it is measured again)
+    instead of failing on it and advising --resume once more."""
+    from measure import experiment as registry
+    from measure.experiment import Experiment
+    from measure.harness import profiles, runner
+    from measure.schema import Column, DatasetSchema
+
+    rows = DatasetSchema(name="unittorn.rows", title={"zh": "行", "en": "rows"}, key=("n",),
+                         columns=(Column("n", "int", "", "a row"), Column("label", "str")))
+    behaviour = {"fail_after": 1}
+
+    class Torn(Experiment):
+        name, title, datasets = "unittorn", {"zh": "断行", "en": "torn"}, (rows,)
+
+        def plan(self, profile):
+            return []
+
+        def run(self, ctx):
+            for n in (1, 2, 3):
+                if not ctx.done(rows, n=n):
+                    ctx.record(rows, {"n": n, "label": f"row {n}"})
+                if n == behaviour["fail_after"]:
+                    raise RuntimeError("the lease ended")
+
+    monkeypatch.setitem(registry._REGISTRY, "unittorn", Torn)
+    monkeypatch.setattr(runner.srv, "reap_orphans", lambda log: None)
+    opts = runner.RunOptions(["unittorn"], profiles.PROFILES["cpu"], env_name="unit", data_root=tmp_path)
+    with pytest.raises(runner.ExperimentsFailed):
+        runner.run(opts)
+    staged = tmp_path / ".staging" / "unit" / "unittorn.rows.csv"
+    with open(staged, "a") as fh:
+        fh.write("2,row")  # the kill came mid-row
+    behaviour["fail_after"] = None
+    runner.run(runner.RunOptions(["unittorn"], profiles.PROFILES["cpu"], env_name="unit", data_root=tmp_path,
+                                 resume=True))
+    assert (tmp_path / "unit" / "unittorn.rows.csv").read_text().splitlines() == [
+        "n,label", "1,row 1", "2,row 2", "3,row 3"]
+    assert "dropped a torn last row (5 bytes" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_damaged_staged_row_says_what_works_not_resume_again(tmp_path):
+    from measure.harness.staging import Staging
+    from measure.schema import Column, DatasetSchema, SchemaError
+
+    rows = DatasetSchema(name="unitbad.rows", title={"zh": "行", "en": "rows"}, key=("n",),
+                         columns=(Column("n", "int", "", "a row"),))
+    staging = Staging(tmp_path, "unit")
+    staging.append(rows, {"n": 1})
+    with open(staging.csv_path(rows), "a") as fh:
+        fh.write("two\n")
+    with pytest.raises(SchemaError) as failure:
+        staging.rows(rows)
+    assert ":3:1: column 'n'" in str(failure.value) and "--fresh" in str(failure.value)
+    assert "--resume" not in str(failure.value)

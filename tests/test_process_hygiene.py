@@ -146,3 +146,32 @@ def test_a_server_that_stopped_answering_gets_a_moment_to_be_seen_dead():
         assert time.monotonic() - started < 10
     finally:
         dying.process.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_run_killed_with_sigkill_leaves_no_load_generator_worker_or_resource_tracker(tmp_path):
+    """The load generator's worker processes and multiprocessing's resource tracker end with the run that started
+    them: before, a SIGKILL of the run left them under init for minutes."""
+    client = subprocess.Popen([sys.executable, "-c", """
+import time
+from multiprocessing import resource_tracker
+from measure.harness.loadgen import LoadGenerator
+generator = LoadGenerator("http://127.0.0.1:9")
+pool = generator._executor(3)
+workers = sorted(set(pool._processes))
+tracker = resource_tracker._resource_tracker._pid
+print(" ".join(map(str, workers + [tracker])), flush=True)
+time.sleep(300)
+"""], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    pids = [int(p) for p in client.stdout.readline().split()]
+    assert len(pids) == 4 and all(_alive(p) for p in pids), pids
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    wait_for(lambda: not any(_alive(p) for p in pids), 10, f"processes {pids} of the killed run ended")

@@ -104,7 +104,14 @@ def provenance_root(tmp_path: Path, change) -> tuple[Path, Path]:
     (lambda p: p["servers"][next(iter(p["servers"]))].update(command=5), ".command"),
     (lambda p: p["datasets"][THROUGHPUT].update(servers="one"), f"datasets.{THROUGHPUT}.servers: Input should be a valid list"),
     (lambda p: p.pop("date"), "date: Field required"),
-    (lambda p: p["label"].update(en="Ours\u202e"), "U+202E"),
+    (lambda p: p["label"].update(en="Ours\u202e"), "label.en: holds U+202E"),
+    # any text a tooltip or the reproduce box shows, not only labels and commands
+    (lambda p: p["hardware"].update(cpu="Intel\u202eXeon"), "hardware.cpu: holds U+202E"),
+    (lambda p: p["servers"][next(iter(p["servers"]))].update(model="tiny\u2066Qwen"), ".model: holds U+2066"),
+    (lambda p: p["hardware"].update(cpu=["a", "list"]), "hardware.cpu: Input should be a valid string"),
+    (lambda p: p.update(colour="red"), "colour: Extra inputs are not permitted"),
+    (lambda p: p.setdefault("experiments", {}).setdefault("pooling", {}).update(fingerprnt="x"),
+     "experiments.pooling.fingerprnt: Extra inputs are not permitted"),
 ])
 def test_provenance_of_the_wrong_shape_fails_naming_file_and_field(tmp_path, change, field):
     root, path = provenance_root(tmp_path, change)
@@ -136,5 +143,83 @@ def test_the_build_fails_with_the_file_line_and_column_of_a_bad_cell(tmp_path):
     result = build_site(root, tmp_path / "site", check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert f"{THROUGHPUT}.csv:2:{COLUMN['tokens_per_s'] + 1}: column 'tokens_per_s' (float): '1e308'" in output, output[-3000:]
+    assert f"{THROUGHPUT}.csv:2:{COLUMN['tokens_per_s'] + 1}: column 'tokens_per_s' (float): \"1e308\"" in output, output[-3000:]
     assert "InvalidOperation" not in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"source": "measured", "source": "cited"}', 'the key "source" appears twice in one object'),
+    ('{"source": "measured", "date": NaN}', "NaN is no JSON number"),
+    ('{"source": "measured", "hardware": {"memory_gib": Infinity}}', "Infinity is no JSON number"),
+])
+def test_provenance_json_a_browser_could_not_read_alike_fails(tmp_path, text, why):
+    root, path = provenance_root(tmp_path, lambda p: None)
+    path.write_text(text)
+    with pytest.raises(SchemaError, match=re.escape(f"{path}: {why}")):
+        read_all(root)
+
+
+def test_a_provenance_file_too_large_or_not_utf8_fails_naming_the_file(tmp_path):
+    root, path = provenance_root(tmp_path, lambda p: p.update(label={"zh": "x" * (5 << 20), "en": "x"}))
+    with pytest.raises(SchemaError, match=re.escape(f"{path}: ") + r"[\d,]+ bytes; a provenance file holds at most"):
+        read_all(root)
+    path.write_bytes(b'{"source": "measured", "label": {"en": "\xff"}}')
+    with pytest.raises(SchemaError, match=re.escape(f"{path}:1: not UTF-8 (byte 0xff")):
+        read_all(root)
+
+
+def test_a_dataset_that_is_not_utf8_or_has_a_hostile_header_fails_briefly(tmp_path):
+    root = root_with_row(tmp_path)
+    csv_path = root / CPU_ENV / f"{THROUGHPUT}.csv"
+    csv_path.write_bytes(csv_path.read_bytes() + b"\xfe\n")
+    with pytest.raises(SchemaError, match=re.escape(f"{csv_path}:3: not UTF-8 (byte 0xfe")):
+        read_all(root)
+    csv_path.write_text(HEADER + ",<script>" + "x" * 10_000 + "</script>\n" + ",".join(GOOD_ROW) + ",1\n")
+    with pytest.raises(SchemaError) as failure:
+        read_all(root)
+    assert "header does not match" in str(failure.value) and len(str(failure.value)) < 900
+    assert "(10,017 characters)" in str(failure.value)
+
+
+def test_a_link_under_data_is_an_error_naming_it_and_nothing_it_points_to_is_read(tmp_path):
+    root = root_with_row(tmp_path)
+    secret = tmp_path / "outside.csv"
+    secret.write_text("root:x:0:0:secret line\n")
+    csv_path = root / CPU_ENV / f"{THROUGHPUT}.csv"
+    csv_path.unlink()
+    csv_path.symlink_to(secret)
+    with pytest.raises(SchemaError) as failure:
+        read_all(root)
+    assert str(failure.value).startswith(f"{csv_path}: a symbolic link") and "secret" not in str(failure.value)
+    csv_path.unlink()
+    shutil.copytree(FIXTURES / "data" / CPU_ENV, tmp_path / "elsewhere")
+    (root / "linked-env").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SchemaError, match=re.escape(f"{root / 'linked-env'}: a symbolic link")):
+        read_all(root)
+
+
+def test_the_build_checks_and_publishes_every_data_file_and_nothing_else(tmp_path, monkeypatch):
+    """A dataset no page reads is published too, so it is checked like the rest; files that are no declared
+    dataset or provenance stay out of site/data."""
+    from mkdocs.exceptions import PluginError
+
+    from measure.site import hooks, scan
+
+    root = root_with_row(tmp_path)
+    # a dataset no page of this empty site reads, with a value no measurement gives
+    (root / CPU_ENV / "capacity.bandwidth.csv").write_text(
+        "device,buffer_mib,bandwidth_gb_s,threads,torch\ncpu,64,1e308,2,2.13.0\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    monkeypatch.setenv("MEASURE_DATA_ROOT", str(root))
+    with pytest.raises(PluginError, match=re.escape("capacity.bandwidth.csv:2:3: column 'bandwidth_gb_s'")):
+        hooks.on_pre_build({"docs_dir": str(docs)})
+    (root / CPU_ENV / "capacity.bandwidth.csv").unlink()
+    (root / CPU_ENV / "notes.txt").write_text("<script>alert(1)</script>")
+    scan._site_store = None
+    hooks.on_pre_build({"docs_dir": str(docs)})
+    site = tmp_path / "site"
+    hooks.copy_assets_and_data({"site_dir": str(site)})
+    published = sorted(p.relative_to(site / "data").as_posix() for p in (site / "data").rglob("*") if p.is_file())
+    assert f"{CPU_ENV}/notes.txt" not in published and f"{CPU_ENV}/{THROUGHPUT}.csv" in published
+    assert all(p.endswith((".csv", "/provenance.json")) for p in published), published

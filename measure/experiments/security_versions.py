@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import time
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -68,6 +69,9 @@ MATRIX = DatasetSchema(
 AUTH_PROBES = (("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/metrics"), ("POST", "/tokenize"),
                ("GET", "/version"), ("GET", "/health"), ("POST", "/invocations"), ("GET", "/load"),
                ("POST", "/v1/load_lora_adapter"))
+# The Host header of GHSA-94f4-hr76-p5j6's probe: the server's own address with a path after it.
+HOST_PATH = "/bypass"
+HOST_PROBE = f"GET /v1/models without a key, Host header ending in {HOST_PATH} (GHSA-94f4-hr76-p5j6)"
 LIMIT = ("--max-model-len", "4096")
 MEDIA_SETTINGS = {
     "default": (LIMIT, ()),
@@ -221,6 +225,11 @@ class SecurityVersions(Experiment):
             r = httpx.request(method, base + path, timeout=60, json={} if method == "POST" else None)
             ctx.record(MATRIX, {"vllm_version": version, "group": "auth", "probe": f"{method} {path} without a key",
                                 "outcome": str(r.status_code), "status": r.status_code})
+        # GHSA-94f4-hr76-p5j6 (CVE-2026-48746): before 0.22.0 the key check read the path of a URL rebuilt from the
+        # Host header, so a Host carrying a path made /v1/... look like another route to it (the router still served it)
+        r = httpx.get(base + "/v1/models", headers={"Host": f"{urlsplit(base).netloc}{HOST_PATH}"}, timeout=60)
+        ctx.record(MATRIX, {"vllm_version": version, "group": "auth", "probe": HOST_PROBE,
+                            "outcome": str(r.status_code), "status": r.status_code})
         r = httpx.post(base + "/v1/load_lora_adapter", headers={"Authorization": f"Bearer {API_KEY}"},
                        json={"lora_name": "probe", "lora_path": "/etc/hostname"}, timeout=60)
         ctx.record(MATRIX, {"vllm_version": version, "group": "runtime LoRA",

@@ -14,6 +14,7 @@ import math
 import httpx
 
 from measure.harness.server import Server, ServerFailed
+from measure.schema import excerpt, invisible_character
 
 # The request an experiment sends for a model role: chat for generating models (text or vision), embeddings and
 # rerank for the pooling ones.
@@ -26,6 +27,10 @@ def kind_of(role: str) -> str:
     if role.startswith("embedding"):
         return "embeddings"
     return "chat"
+
+
+# Hugging Face repository ids are at most 96 characters; a local path served as the model name can be longer.
+MAX_MODEL_ID = 256
 
 
 def attach(base_url: str, api_key: str | None = None, model: str | None = None) -> Server:
@@ -51,14 +56,22 @@ def attach(base_url: str, api_key: str | None = None, model: str | None = None) 
     if not served:
         raise ServerFailed(f"{base_url}/v1/models lists no model: the server has nothing loaded to measure")
     if not all(isinstance(name, str) and name for name in served):
-        raise ServerFailed(f"{base_url}/v1/models lists model ids that are not names: {served[:3]!r}")
+        raise ServerFailed(f"{base_url}/v1/models lists model ids that are not names: "
+                           f"{excerpt(json.dumps(served[:3], default=repr))}")
+    too_long = next((name for name in served if len(name) > MAX_MODEL_ID or invisible_character(name)), None)
+    if too_long is not None:  # the id reaches provenance, tooltips and file names
+        raise ServerFailed(f"{base_url}/v1/models lists a model id {excerpt(too_long)}: an id is at most "
+                           f"{MAX_MODEL_ID} characters, none of them hiding or reordering text")
     if model and model not in served:
-        raise ServerFailed(f"{base_url} serves {served}, not {model!r}")
+        raise ServerFailed(f"{base_url} serves {', '.join(excerpt(n) for n in served[:5])}, not {excerpt(model)}")
     server = Server(base_url, model or served[0], api_key=api_key, attached=True)
     server.facts.version = server.version()
     if not isinstance(server.facts.version, str) or not server.facts.version:
         raise ServerFailed(f"{base_url}/version gave no vLLM version: this does not look like vLLM, and attach mode "
                            "measures vLLM only")
+    if len(server.facts.version) > 64 or invisible_character(server.facts.version):
+        raise ServerFailed(f"{base_url}/version gave {excerpt(server.facts.version)}: a vLLM version is a short "
+                           "release number (it names the environment and reaches every tooltip)")
     try:
         metrics = httpx.get(base_url + "/metrics", headers=headers, timeout=15).text
     except httpx.HTTPError as exc:

@@ -11,6 +11,7 @@ for the server's limit.
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -138,8 +139,9 @@ class Client:
             ttft_s=None if first is None else first - start,
             first_chunk_s=None if first_chunk is None else first_chunk - start,
             itl_s=itl,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
+            prompt_tokens=_count(usage.prompt_tokens, "prompt_tokens", "/v1/chat/completions") if usage else None,
+            completion_tokens=_count(usage.completion_tokens, "completion_tokens", "/v1/chat/completions")
+            if usage else None,
             text="".join(pieces),
         )
 
@@ -149,8 +151,9 @@ class Client:
             out = await self.openai.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens, temperature=0.0)
         except Exception as exc:
             return RequestResult(False, time.perf_counter() - start, error=_error_text(exc))
-        return RequestResult(True, time.perf_counter() - start, prompt_tokens=out.usage.prompt_tokens,
-                             completion_tokens=out.usage.completion_tokens)
+        return RequestResult(True, time.perf_counter() - start,
+                             prompt_tokens=_count(out.usage.prompt_tokens, "prompt_tokens", "/v1/completions"),
+                             completion_tokens=_count(out.usage.completion_tokens, "completion_tokens", "/v1/completions"))
 
     async def embed(self, inputs: list[str], encoding_format: str = "float") -> RequestResult:
         start = time.perf_counter()
@@ -158,7 +161,8 @@ class Client:
             out = await self.openai.embeddings.create(model=self.model, input=inputs, encoding_format=encoding_format)
         except Exception as exc:
             return RequestResult(False, time.perf_counter() - start, error=_error_text(exc))
-        return RequestResult(True, time.perf_counter() - start, prompt_tokens=out.usage.prompt_tokens)
+        return RequestResult(True, time.perf_counter() - start,
+                             prompt_tokens=_count(out.usage.prompt_tokens, "prompt_tokens", "/v1/embeddings"))
 
     async def post(self, path: str, body: dict) -> tuple[int, dict | str, float]:
         """A raw POST to a route outside the SDK (``/rerank``, ``/score``…): status, JSON or text, seconds."""
@@ -167,9 +171,10 @@ class Client:
                                                   json=body, headers={"Authorization": f"Bearer {self.openai.api_key}"})
         elapsed = time.perf_counter() - start
         try:
-            return response.status_code, response.json(), elapsed
+            answer = json.loads(response.text, parse_constant=_not_a_number(path))
         except ValueError:
             return response.status_code, response.text, elapsed
+        return response.status_code, answer, elapsed
 
     async def close(self) -> None:
         await self.openai.close()
@@ -193,3 +198,25 @@ async def gather_limited(factories, concurrency: int) -> BatchResult:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     results = await asyncio.gather(*(one(f) for f in factories))
     return BatchResult(list(results), time.perf_counter() - wall0, time.process_time() - cpu0)
+
+
+class ServerAnswerInvalid(RuntimeError):
+    """A server's answer holds a figure no measurement gives (NaN, a negative or fractional token count)."""
+
+
+def _count(value, field: str, route: str):
+    """A token count from the server's usage, checked like a measured cell: a whole number, 0 or more (None stays
+    None: the server did not say)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ServerAnswerInvalid(f"{route}: the server reported {field}={value!r}; a token count is a whole number, "
+                                  "0 or more, so its figures would be no measurement")
+    return value
+
+
+def _not_a_number(route: str):
+    def refuse(name: str):
+        raise ServerAnswerInvalid(f"{route}: the server's answer holds {name}, which is no JSON number; a figure "
+                                  "read from it would be no measurement")
+    return refuse

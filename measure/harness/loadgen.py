@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import statistics
 import sys
 import time
@@ -42,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 import orjson
 
+from measure.harness.lifetime import end_with_parent
 from measure.schema import SATURATED  # noqa: F401 - the saturation rule, re-exported for experiments
 
 # vLLM's uvicorn closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); drop ours well before.
@@ -213,13 +215,24 @@ class Shard:
     timeout_s: float
 
 
+# A request whose server sends no byte for this long has stalled (a hung server, a lost engine): it fails with that
+# said, instead of holding the run for the whole timeout. The slowest first byte measured here took seconds.
+STALL_S = 120.0
+
+
 def _failed(exc: BaseException, start: float, connection: dict, received: bool) -> Timing:
     """A request that raised: what failed, when, and on which connection (a reused one that the server had just
     closed, its keep-alive timer, fails before any byte comes back; a request dropped mid-answer after some)."""
+    import aiohttp
+
     end = time.monotonic()
     where = connection.get("kind", "no connection yet")
     got = "after part of the answer" if received else "before any byte of the answer"
-    error = f"{type(exc).__name__}: {exc} ({(end - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        error = (f"the server sent nothing for {STALL_S:.0f} s {got} ({(end - start):.0f} s after the POST, on "
+                 f"{where}): a stalled answer; is the server still working?")
+    else:
+        error = f"{type(exc).__name__}: {exc} ({(end - start) * 1000:.0f} ms after the POST, on {where}, {got})"[:500]
     return Timing(False, start, end, error=error, stale_connection=_stale(exc, connection, received))
 
 
@@ -348,8 +361,11 @@ async def _sent(session, url: str, request: HttpRequest, headers: dict) -> Timin
 _NEXT = None
 
 
-def _init_worker(next_index) -> None:
+def _init_worker(next_index, parent: int) -> None:
+    """A worker's start: the shared request index, and an end with the run that started it (a run killed with
+    SIGKILL left its workers, and multiprocessing's resource tracker with them, alive for minutes)."""
     global _NEXT
+    end_with_parent(signal.SIGKILL, parent)
     _NEXT = next_index
 
 
@@ -364,7 +380,7 @@ async def _run_shard(shard: Shard) -> list[Timing]:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=shard.concurrency, keepalive_timeout=CLIENT_KEEP_ALIVE_S)
-    timeout = aiohttp.ClientTimeout(total=shard.timeout_s)
+    timeout = aiohttp.ClientTimeout(total=shard.timeout_s, sock_read=STALL_S)
     headers = {"Content-Type": "application/json", **shard.headers}
     base = shard.base_url.rstrip("/")
     done: list[Timing] = []
@@ -446,7 +462,8 @@ class LoadGenerator:
             # spawn: the parent may hold threads and an event loop that a fork would copy half-way
             spawn = multiprocessing.get_context("spawn")
             self._next = spawn.Value("q", 0)
-            self._pool = ProcessPoolExecutor(size, mp_context=spawn, initializer=_init_worker, initargs=(self._next,))
+            self._pool = ProcessPoolExecutor(size, mp_context=spawn, initializer=_init_worker,
+                                             initargs=(self._next, os.getpid()))
             self._pool_size = size
             list(self._pool.map(_wait_and_warm, [0.2] * size))  # start every process before timing anything
         return self._pool

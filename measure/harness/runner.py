@@ -27,6 +27,7 @@ from measure.harness.context import (
 from measure.harness.fingerprint import fingerprint_of, measured_plan, plan_parts, stale_parts
 from measure.harness.profiles import Profile
 from measure.harness.staging import Staging
+from measure.schema import excerpt
 from measure.store import PROVENANCE_FILE, default_data_root
 
 
@@ -234,6 +235,8 @@ def plan(opts: RunOptions) -> RunPlan:
         if reason:
             console.print(f"[yellow]skipping {exp.name}: {reason}[/]")
             instances.remove(exp)
+    if opts.base_url:  # before any server is contacted or any folder written
+        refuse_unused_roles(opts.base_url, instances, opts.profile)
     if opts.profile.sizes_override and not opts.env_name:
         raise RunRefused("MEASURE_SIZES makes a smaller run than the profile's; it would replace this machine's "
                          "published figures: name an environment of its own with --env (e.g. --env smoke)")
@@ -419,6 +422,9 @@ def open_staging(opts: RunOptions, the_plan: RunPlan) -> tuple[Staging, dict | N
             + "\nrun again with --resume to continue it, or --fresh to discard those rows."
         )
     previous = staging.run_record() if leftovers and opts.resume else None
+    if previous is not None:
+        for note in staging.drop_torn_rows():
+            console.print(f"[yellow]{note}[/]")
     if previous is None:
         staging.save_run({"started": prov.now(), "code_revision": prov.code_revision(), "profile": opts.profile.name,
                           "hardware": hw, "software": sw, "fingerprints": prints, "servers": {}, "dataset_servers": {}})
@@ -438,12 +444,32 @@ def open_staging(opts: RunOptions, the_plan: RunPlan) -> tuple[Staging, dict | N
     return staging, previous
 
 
+def attached_roles(base_urls: list[str]) -> dict[str, str]:
+    """``--base-url`` values as {role: URL}; a bare URL serves every role ("*")."""
+    found = {}
+    for item in base_urls:
+        role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
+        found[role] = url
+    return found
+
+
+def refuse_unused_roles(base_urls: list[str], instances: list[Experiment], profile: Profile) -> None:
+    """Before anything runs: every ROLE=URL names a role the chosen experiments send to, and something is sent to
+    an attached server at all (else the run would write an empty environment)."""
+    used = {spec.model_role for exp in instances for spec in exp.servers(profile)}
+    roles = attached_roles(base_urls)
+    unknown = sorted(r for r in roles if r != "*" and r not in used)
+    if unknown:
+        raise RunRefused(f"--base-url {unknown[0]}=…: no experiment of this run sends requests to a role named "
+                         f"{excerpt(unknown[0], 40)}; the roles they use: {', '.join(sorted(used)) or 'none'}")
+    if "*" not in roles and not used & set(roles):
+        raise RunRefused("attach mode: none of the chosen experiments sends requests to the roles given "
+                         f"({', '.join(sorted(roles))}); nothing would be measured")
+
+
 def attached_pool(opts: RunOptions, the_plan: RunPlan) -> AttachedPool:
     """Attach mode's servers, each checked to be a vLLM that does the work the experiments will ask of it."""
-    servers = {}
-    for item in opts.base_url:
-        role, _, url = item.rpartition("=") if "=" in item.split("://")[0] else ("*", "", item)
-        servers[role] = attaching.attach(url, opts.api_key)
+    servers = {role: attaching.attach(url, opts.api_key) for role, url in attached_roles(opts.base_url).items()}
     pool = AttachedPool(opts.profile, servers, declared_weights=opts.weights, python=opts.vllm_python,
                         cache_dir=opts.cache_dir)
     probe_attached(pool, the_plan.experiments, opts.profile)

@@ -10,7 +10,6 @@ down; should anything survive, the pid file under ``.measure/pids/`` lets the ne
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from measure.harness.lifetime import end_with_parent
 from measure.harness.logparse import StartupFacts, parse_startup
 from measure.harness.metrics import Snapshot, snapshot
 from measure.harness.procstat import group_members, process_running, process_start_ticks
@@ -194,16 +194,10 @@ def exit_cause(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
-PR_SET_PDEATHSIG = 1
-
-
 def _end_with_parent() -> None:
     """In the child, before exec: SIGTERM when the process that spawned it dies, so a client killed with SIGKILL
     leaves no server behind (vLLM shuts its engine down on SIGTERM). Linux only; elsewhere the pid file remains."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
+    end_with_parent(signal.SIGTERM)
 
 
 def _group_alive(pgid: int) -> bool:

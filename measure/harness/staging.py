@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from measure.schema import DatasetSchema
+from measure.schema import DatasetSchema, SchemaError
 from measure.store import PROVENANCE_FILE
 
 RUN_FILE = "run.json"
@@ -44,7 +44,31 @@ class Staging:
         path = self.csv_path(schema)
         if not path.is_file():
             return []
-        return schema.read(path, repeated_keys="last").to_dict("records")
+        try:
+            return schema.read(path, repeated_keys="last").to_dict("records")
+        except SchemaError as exc:  # --resume again would meet it again: say what does work
+            raise SchemaError(f"staged rows cannot be read: {exc}. Remove that line from the staged file (the row "
+                              "is measured again) or discard every staged row with --fresh") from None
+
+    def drop_torn_rows(self) -> list[str]:
+        """Cut each staged file back to its last complete line: a run killed while appending a row left part of it
+        (rows are written a line at a time, so only the last can be torn). Returns what was dropped, in words."""
+        notes = []
+        for path in self.staged_files():
+            data = path.read_bytes()
+            if not data or data.endswith(b"\n"):
+                continue
+            keep = data.rfind(b"\n") + 1
+            if keep == 0:  # not even the header is whole: nothing staged in it
+                path.unlink()
+                notes.append(f"{path}: removed (a torn header, no rows)")
+                continue
+            with open(path, "r+b") as fh:
+                fh.truncate(keep)
+            line = data[:keep].count(b"\n") + 1
+            notes.append(f"{path}:{line}: dropped a torn last row ({len(data) - keep} bytes written before the run was "
+                         "cut short); it is measured again")
+        return notes
 
     def staged_files(self) -> list[Path]:
         return sorted(self.dir.glob("*.csv")) if self.dir.is_dir() else []

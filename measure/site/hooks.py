@@ -18,7 +18,7 @@ from mkdocs.plugins import event_priority
 from mkdocs.utils import get_relative_url
 
 from measure.schema import SchemaError, UnknownName
-from measure.store import PROVENANCE_FILE, default_data_root
+from measure.store import PROVENANCE_FILE
 
 # plotly.js's basic bundle (scatter, bar: all the claim macros draw), a quarter of the full one; see vendor/README.md.
 PLOTLY_JS = Path(__file__).parent / "vendor" / "plotly-basic-4.1.1.min.js"
@@ -176,6 +176,8 @@ def on_pre_build(config, **kwargs):
 
     store = site_store()
     try:
+        # every file the build publishes is checked, not only those a page reads (copy_assets_and_data copies these)
+        store.validate_all()
         claims = scan_pages(Path(config["docs_dir"]), store=store)
     except (SchemaError, UnknownName) as exc:  # a bad data file or a typo: its message (file:line:column), no traceback
         raise PluginError(str(exc)) from exc
@@ -197,20 +199,21 @@ def on_pre_build(config, **kwargs):
 
 
 def copy_assets_and_data(config) -> None:
-    """plotly.js and every environment's data files (provenance + CSVs), into the built site."""
+    """plotly.js and the data files the build checked (each environment's provenance and its declared datasets,
+    read by the same strict readers as the pages), into the built site; nothing else under data/ is published."""
+    from measure.site.scan import site_store
+
     site = Path(config["site_dir"])
     target = site / PLOTLY_TARGET
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(PLOTLY_JS, target)
-    root = default_data_root()
     out = site / "data"
     if out.exists():
         shutil.rmtree(out)
-    for env_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []:
-        if not (env_dir / PROVENANCE_FILE).is_file():
-            continue
-        for f in [env_dir / PROVENANCE_FILE, *sorted(env_dir.glob("*.csv"))]:
-            dest = out / env_dir.name / f.name
+    store = site_store()
+    for env in store.environments:
+        for f in [env.path / PROVENANCE_FILE, *store.published_files(env)]:
+            dest = out / env.name / f.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest)
 
