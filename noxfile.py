@@ -186,7 +186,7 @@ def lint(session: nox.Session) -> None:
 
 
 # pytest markers `nox -s quick` leaves out: what starts vLLM or Chromium, and the whole-site builds (~30 s each).
-QUICK_SKIPS = "not vllm and not browser and not site"
+QUICK_SKIPS = "not vllm and not browser and not site and not timing"  # timing: only true on an idle machine
 
 
 # uv where it is installed (its installs take seconds where pip's take most of a minute), else virtualenv and pip

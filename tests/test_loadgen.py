@@ -15,8 +15,8 @@ from measure.harness.loadgen import HttpRequest, LoadGenerator, shares
 from measure.schema import SATURATED
 from measure.site.claims import ClaimRenderer
 
-pytestmark = pytest.mark.timing  # its gaps and CPU shares are only true on an idle machine
-
+# The tests marked timing assert gaps and CPU shares that hold only on an idle machine: `nox -s tests` runs them
+# alone, after the rest, and `nox -s quick` leaves them out; the others hold under any load.
 GAP_MS = 20.0
 CHUNKS = 6
 
@@ -31,6 +31,7 @@ def test_in_flight_shares():
     assert shares(concurrency=8, workers=4, requests=2) == [4, 4]  # nor than requests
 
 
+@pytest.mark.timing
 def test_workers_with_unequal_shares_keep_every_slot_busy():
     """3 slots over 2 workers (2 + 1), 9 equal requests: three waves, as with one semaphore. Dealing the
     requests out beforehand (5 + 4) left the one-slot worker running four in a row."""
@@ -41,6 +42,7 @@ def test_workers_with_unequal_shares_keep_every_slot_busy():
     assert batch.wall_s < 3.6 * wave
 
 
+@pytest.mark.timing
 def test_timings_follow_the_bench_definitions():
     """Paced chunks: TTFT is the role-only chunk (sent at once), one ITL per later chunk ≈ the gap, the
     request ends at the last token chunk, tokens come from usage, and TPOT = (e2e − TTFT) / (tokens − 1)."""
@@ -86,6 +88,7 @@ def test_bench_cpu_mark_is_read_from_its_output():
     assert cpu_mark("no mark") is None
 
 
+@pytest.mark.timing
 def test_cpu_sampler_reads_a_share_over_any_window():
     import os
     import time
