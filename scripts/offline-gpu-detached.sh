@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# offline-gpu-run.sh for runs longer than one device call (10 min at most). A call's processes end with it,
-# except those in a new session: `start` copies the tree and starts the run in one, and every later call
-# (`wait`, back to back: an idle machine goes back after 30 s) waits on it and brings back its log and all
-# it has staged, so nothing measured is lost if the lease ends. No start-up is cut at a call's end.
+# offline-gpu-run.sh for runs longer than one command may last on the host. A command's processes end with it,
+# except those in a new session: `start` copies the tree and starts the run in one, and every later command
+# (`wait`, back to back where an idle host is handed back) waits on it and brings back its log and all it has
+# staged, so nothing measured is lost if the host goes away. No start-up is cut at a command's end.
 # Usage: scripts/offline-gpu-detached.sh start OUT EXPERIMENT...   first call, after the bundle parts are in
 #        scripts/offline-gpu-detached.sh wait OUT                  every later call
 #        scripts/offline-gpu-detached.sh cache OUT                 after the run: compile-cache parts not yet returned
