@@ -57,3 +57,17 @@ def test_glossary_terms_get_their_definition_in_chinese_text_too():
     assert '<abbr title="张量并行">TP</abbr> 与 TPOT' in html  # a term never runs on into a Latin letter
     plain = markdown.markdown("KV 缓存是显存里最大的一块。\n\n" + glossary, extensions=["abbr"])
     assert "<abbr" not in plain, "abbr alone now marks Chinese terms: this extension may be unnecessary"
+
+
+def test_every_count_unit_reads_in_chinese_on_zh_pages():
+    """A zh page printed "17 tokens": a unit that is an English word needs its Chinese in labels.UNIT_ZH (units of
+    physics and symbols, ms or tok/s, read the same in both languages)."""
+    import re
+
+    from measure.experiment import all_schemas
+    from measure.site.labels import UNIT_ZH, unit_label
+
+    words = {c.unit for s in all_schemas().values() for c in s.columns
+             if re.fullmatch(r"[a-z][a-z ]+", c.unit or "") and c.unit not in ("ms", "px")}
+    assert words and not sorted(words - set(UNIT_ZH)), "add these units to labels.UNIT_ZH"
+    assert unit_label("tokens", "zh") == "个 token" and unit_label("tokens", "zh", heading=True) == "token"

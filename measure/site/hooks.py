@@ -96,7 +96,7 @@ def on_page_content(html, page, **kwargs):
     from measure.site import stash
     from measure.site.scan import page_lang
 
-    html = stash.restore(html)
+    html = one_full_stop(stash.restore(html))
     if page_lang(page.file.src_uri) == "zh":
         html = tighten_zh(html)
     for token in stash.leftovers(html):
@@ -107,6 +107,15 @@ def on_page_content(html, page, **kwargs):
             log.warning(f"{page.file.src_uri}: an answer links to #{anchor}, which no heading of the page has; "
                         f"give the figure's heading {{ #{anchor} }} (the same id in both languages)")
     return html
+
+
+# An Unconfirmed mark's reason closes its own sentence; a full stop the page types after the mark would double it.
+REASON_THEN_STOP = re.compile(r'(<span class="claim-reason">[^<]*[.。])</span>\s?([.。])')
+
+
+def one_full_stop(html: str) -> str:
+    """The page's HTML with a typed full stop after a mark's closed reason dropped ("…waited for room.." read twice)."""
+    return REASON_THEN_STOP.sub(r"\1</span>", html)
 
 
 PLOTLY_SCRIPT = re.compile(r'<script src="[^"]*' + re.escape(PLOTLY_TARGET) + r'"></script>')

@@ -304,6 +304,8 @@ UNIT_ZH = {
     "servers": ("台", "台"), "docs": ("篇文档", "文档"), "docs/s": ("篇文档/s", "文档/s"),
     "chunks": ("个块", "块"), "chunks/s": ("块/s", "块/s"), "params": ("个参数", "参数"),
     "HTTP status": ("HTTP 状态码", "HTTP"),
+    "tokens": ("个 token", "token"), "adapters": ("个适配器", "适配器"), "frames": ("帧", "帧"),
+    "slots": ("个槽位", "槽位"),
 }
 
 
