@@ -2,7 +2,8 @@
 
     nox -s measure build          measure on this machine (GPU if nvidia-smi sees one, else CPU), then build
     nox -s measure -- pooling     one experiment; `-- --dry-run` prints the plan; `-- --base-url URL` attaches
-    nox -s tests                  the test suite (starts real vLLM CPU servers); `nox -R -s tests -- -k NAME` reuses it
+    nox -s tests                  the test suite (starts real vLLM CPU servers); `nox -R -s tests -- -k NAME` reuses its
+                                  virtualenv without installing (the first time, with none yet, it installs everything)
     nox -s quick                  the tests that need no vLLM (under two minutes); `-- tests/test_x.py::test_y` for one
     nox -s load_generators        AIPerf and GuideLLM in virtualenvs of their own, for `-- loadgens`
 """
