@@ -186,8 +186,9 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "measure", "tests", "noxfile.py")
 
 
-# pytest markers `nox -s quick` leaves out: what starts vLLM or Chromium, and the whole-site builds (~30 s each).
-QUICK_SKIPS = "not vllm and not browser and not site and not timing"  # timing: only true on an idle machine
+# pytest markers `nox -s quick` leaves out: what starts vLLM or Chromium, the whole-site builds (~30 s each), and the
+# timing tests (true only on an idle machine: `nox -s tests` runs them alone, after the rest).
+QUICK_SKIPS = "not vllm and not browser and not site and not timing"
 
 
 # uv where it is installed (its installs take seconds where pip's take most of a minute), else virtualenv and pip
