@@ -103,7 +103,7 @@ REPEAT_SUMMARY = DatasetSchema(
 )
 PROCESSOR_CACHE = DatasetSchema(
     name="multimodal.processor_cache",
-    title={"zh": "处理程序缓存开与关", "en": "Processor cache on and off"},
+    title={"zh": "处理器缓存开与关", "en": "Processor cache on and off"},
     key=("mm_processor_cache_gb",),
     columns=(
         Column("mm_processor_cache_gb", "int", "GiB", "--mm-processor-cache-gb"),
