@@ -11,7 +11,7 @@ import io
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -101,6 +101,8 @@ class Column:
     dtype: str
     unit: str = ""
     doc: str = ""
+    # keywords only: an experiment's fingerprint leaves a column's doc out by position (measure/harness/fingerprint.py)
+    _: KW_ONLY
     nullable: bool = False
     role: str = ""  # CLIENT_LOAD, SETTING, or nothing
     # The plausible range of a numeric column; None: the unit's default (≥ 0 for counts, times and rates; below the

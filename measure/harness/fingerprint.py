@@ -24,9 +24,9 @@ from measure.harness.definitions import CONTEXT_USES, DEFINITIONS
 
 # Keyword arguments that only name or describe (dataset and experiment titles, column docs).
 DISPLAY_KEYWORDS = frozenset({"title", "doc"})
-# Calls whose arguments, past the first few, only describe: Column(name, dtype, unit, DOC, …), and a dry-run
-# Step(server, WHAT, REQUESTS, SECONDS) whose server is fingerprinted as a resolved command instead.
-DESCRIPTIVE_POSITIONS = {"Column": 3, "Step": 1}
+# Calls whose positional arguments from this one on only describe: Column(name, dtype, unit, DOC) (its options are
+# keywords), and a dry-run Step(server, WHAT, REQUESTS, SECONDS) whose server is fingerprinted as a resolved command.
+DESCRIPTIVE_FROM = {"Column": 3, "Step": 1}
 DESCRIPTIVE_CALL_KEYWORDS = {"Step": frozenset({"what", "requests", "seconds"})}
 # Calls that only report progress.
 LOG_CALLS = frozenset({"log", "print", "warn"})
@@ -91,9 +91,8 @@ class _Strip(ast.NodeTransformer):
 
     def visit_Call(self, node):
         name = _called_name(node)
-        keep = DESCRIPTIVE_POSITIONS.get(name)
-        if keep is not None:
-            node.args = node.args[:keep]
+        if name in DESCRIPTIVE_FROM:
+            node.args = node.args[:DESCRIPTIVE_FROM[name]]
         dropped = DISPLAY_KEYWORDS | DESCRIPTIVE_CALL_KEYWORDS.get(name, frozenset())
         node.keywords = [k for k in node.keywords if k.arg not in dropped]
         return self.generic_visit(node)
@@ -174,16 +173,15 @@ def _experiment_parts(cls: type) -> list[ast.stmt]:
     attributes = [s for s in node.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                   and not (isinstance(s, (ast.Assign, ast.AnnAssign)) and _assigned(s) <= DESCRIPTIVE_ATTRIBUTES)
                   and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    reached = {m for m in ("run", "prepare") if m in methods}
-    todo = list(reached)
+    todo = [m for m in ("run", "prepare") if m in methods]
+    todo += [name for stmt in attributes for name in _names_used(stmt)[2] & methods.keys() - PLANNING_METHODS]
+    reached: set[str] = set()
     while todo:
-        _, _, attrs = _names_used(methods[todo.pop()])
-        for name in attrs & methods.keys() - reached - PLANNING_METHODS:
-            reached.add(name)
-            todo.append(name)
-    for stmt in attributes:
-        for name in _names_used(stmt)[2] & methods.keys() - reached - PLANNING_METHODS:
-            reached.add(name)
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        todo += sorted(_names_used(methods[name])[2] & methods.keys() - reached - PLANNING_METHODS)
     bases = [ast.unparse(b) for b in node.bases]
     return [ast.parse(f"class {cls.__name__}({', '.join(bases)}): pass").body[0], *attributes,
             *(methods[m] for m in sorted(reached))]
@@ -210,7 +208,9 @@ def measuring_code(cls: type) -> tuple[dict[str, list[str]], set[str]]:
     used: set[str] = set()
     for stmt in own:
         todo += _references(module, stmt)
-        used.update(u for _, attr in _names_used(stmt)[1] if _ == "ctx" for u in CONTEXT_USES.get(attr, ()))
+        for owner, attr in _names_used(stmt)[1]:  # ctx.load(...): the run context hands over a definition's code
+            if owner == "ctx":
+                used.update(CONTEXT_USES.get(attr, ()))
     seen: set[tuple[str, str | None]] = {(module.name, cls.__name__)}
     while todo:
         key = todo.pop()
