@@ -270,7 +270,7 @@ class DatasetSchema:
                 header = self.header
             if header != self.header:
                 missing = [c for c in self.header if c not in header]
-                unknown = [excerpt(c, 40) for c in header if c not in self.by_column][:5]
+                unknown = ", ".join(excerpt(c, 40) for c in [c for c in header if c not in self.by_column][:5])
                 raise SchemaError(
                     f"{path}:1: header does not match dataset {self.name!r}"
                     f" (missing: {missing or '-'}; undeclared: {unknown or '-'}; expected order: {','.join(self.header)})"
