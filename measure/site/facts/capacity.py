@@ -164,8 +164,9 @@ topic("capacity", facts={
                       "{floor_8b}, {floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory "
                       "bandwidth holds back."},
         figure="decode-floor",
-        unsettled={"zh": "Qwen3-8B 在 H200 上还要再跑一次 `capacity` 实验。",
-                   "en": "Qwen3-8B on the H200 takes one more run of the `capacity` experiment."},
+        unsettled={"zh": "H200 上 Qwen3-8B 的解码还没有测：再跑一次 `capacity` 实验即可。",
+                   "en": "Qwen3-8B's decode on the H200 is not measured yet: one more run of the `capacity` experiment "
+                         "settles it."},
         elsewhere="other-gpus-decode-floor"),
     Question(
         ask={"zh": "为什么 vLLM 给一个小模型占掉约 90% 的显存？这些显存能同时装下多少请求？",

@@ -140,12 +140,19 @@ class RendererBase:
         note = self._dummy_note(dataset)
         if note:
             return f'<p class="claim-missing">{self.badge("not_measured", note)} {html.escape(note)}</p>'
-        names = [f"`{n}`" for n in ([env] if isinstance(env, str) else list(env or []))]  # as the source tags name them
+        names = [self._env_words(n) for n in ([env] if isinstance(env, str) else list(env or []))]
         where = t("figure_missing_where", self.lang).format(
             env="、".join(names) if self.lang == "zh" else ", ".join(names)) if names else ""
         text = t("figure_missing", self.lang).format(title=self.store.schema(dataset).title[self.lang], where=where,
                                                     experiment=dataset.split(".")[0]).replace("  ", " ")
-        return f'<p class="claim-missing">{self.badge("not_measured", dataset)} {inline_code(text)}</p>'
+        title = self.store.schema(dataset).title[self.lang]
+        return f'<p class="claim-missing">{self.badge("not_measured", title)} {inline_code(text)}</p>'
+
+    def _env_words(self, name: str) -> str:
+        """An environment as a reader knows it: its GPU's name (an H200), else its id as the source tags show it."""
+        env = self.store.env(name)
+        gpus = ((env.provenance.get("hardware") or {}).get("gpus") or []) if env is not None else []
+        return gpus[0].get("name") or f"`{name}`" if gpus else f"`{name}`"
 
     def _dummy_note(self, dataset: str) -> str:
         schema = self.store.schema(dataset)

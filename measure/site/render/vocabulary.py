@@ -94,7 +94,7 @@ TEXT = {
         "en": "the {weak_card}, with less measured bandwidth and no more compute, did better here than the {strong_card},"
               " beyond both cards' rounds: {weak_card} {weak}, {strong_card} {strong}; no measurement here explains it",
     },
-    "elsewhere": {"zh": "其他 GPU 上测得的结果", "en": "what other GPUs measured"},
+    "elsewhere": {"zh": "其他 GPU 上测得的结果 →", "en": "What other GPUs measured →"},
     "differs": {"zh": "与同一个量的其他测量条件不同：{why}", "en": "measured under other conditions than the rest of its quantity: {why}"},
     "saturated_rows": {
         "zh": "{count} 行在负载客户端饱和时测得（标为未确认；{where}）",
