@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from measure.experiment import STARTUP, Experiment
+from measure.harness.context import colocated_group
+from measure.harness.profiles import Profile
 from measure.store import PROVENANCE_FILE
 
 # Which experiments a budget takes first: the questions readers ask most (../shared/notes/user-questions.md, the
@@ -34,6 +36,22 @@ PRIORITY = (
     "loadgens",
     "parallelism",
 )
+
+
+def upcoming_servers(instances: list[Experiment], profile: Profile) -> list:
+    """Every server spec of the run, in the order the experiments will first ask for it."""
+    return [spec for exp in instances for spec in exp.servers(profile)]
+
+
+def start_events(specs: list, profile: Profile) -> list[list]:
+    """How the pool will start these servers, asked for in this order: groups of servers started at once."""
+    groups: list[list] = []
+    live: set = set()
+    for spec in specs:
+        if spec.key not in live:
+            groups.append(colocated_group(spec, specs, profile, lambda s: s.key))
+            live = {g.key for g in groups[-1]}
+    return groups
 
 
 def by_priority(instances: list[Experiment]) -> list[Experiment]:
@@ -64,25 +82,20 @@ def last_wall_times(instances: list[Experiment], published: Path | None) -> dict
 @dataclass(frozen=True)
 class Estimate:
     seconds: float  # the better guess: last full runs' wall times where there are any, the plan's steps otherwise
-    steps_s: float  # the plan's requests alone
-    starts: list  # groups of servers started at once, for the experiments without a recorded run
-    startup_s: float
-    startup_basis: str
-    last: dict[str, float]
+    steps_s: float  # the plan's requests alone (the experiments without a recorded run)
+    last: dict[str, float]  # each recorded run's wall time
 
 
 def estimate(instances: list[Experiment], profile, published: Path | None) -> Estimate:
     """How long running ``instances`` here takes: each one's last full run where provenance has it, else its
     planned requests plus the server start-ups they need (shared starts counted once)."""
-    from measure.harness.runner import start_events, upcoming_servers
-
     published = published or Path("/nonexistent")
-    startup, basis = startup_estimate(profile, published)
+    startup, _ = startup_estimate(profile, published)
     last = last_wall_times(instances, published)
     rest = [e for e in instances if e.name not in last]
     steps = sum(step.seconds for e in rest for step in e.plan(profile))
     starts = start_events(upcoming_servers(rest, profile), profile) if rest else []
-    return Estimate(sum(last.values()) + steps + len(starts) * startup, steps, starts, startup, basis, last)
+    return Estimate(sum(last.values()) + steps + len(starts) * startup, steps, last)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from measure.harness import attach as attaching
 from measure.harness import budget
 from measure.harness import provenance as prov
 from measure.harness import server as srv
+from measure.harness.budget import start_events, upcoming_servers  # noqa: F401 - tests import them from here
 from measure.harness.context import (
     AttachedPool,
     RunContext,
     ServerPool,
-    colocated_group,
     console,
 )
 from measure.harness.fingerprint import fingerprint_of, measured_plan, plan_parts, stale_parts
@@ -126,11 +126,6 @@ def order_by_server(instances: list[Experiment], profile: Profile) -> list[Exper
     return sorted(instances, key=lambda e: rank[first[id(e)]])
 
 
-def upcoming_servers(instances: list[Experiment], profile: Profile) -> list:
-    """Every server spec of the run, in the order the experiments will first ask for it."""
-    return [spec for exp in instances for spec in exp.servers(profile)]
-
-
 def print_plan(instances: list[Experiment], profile: Profile, env_name: str, reasons: dict[str, str],
                published: Path | None = None) -> float:
     for exp in instances:
@@ -159,17 +154,6 @@ def print_plan(instances: list[Experiment], profile: Profile, env_name: str, rea
                       + (f"; the rest ≈ {rest_s:.0f} s as above" if rest else "")
                       + f" → ≈ {guess.seconds / 60:.1f} min (the better guess: it counts what this machine really did)")
     return guess.seconds if guess.last else planned.steps_s + len(starts) * startup
-
-
-def start_events(specs: list, profile: Profile) -> list[list]:
-    """How the pool will start these servers, asked for in this order: groups of servers started at once."""
-    groups: list[list] = []
-    live: set = set()
-    for spec in specs:
-        if spec.key not in live:
-            groups.append(colocated_group(spec, specs, profile, lambda s: s.key))
-            live = {g.key for g in groups[-1]}
-    return groups
 
 
 def planning_target(published: Path, hw: dict, sw: dict, opts: RunOptions) -> tuple[dict, RunOptions]:
