@@ -195,6 +195,12 @@ GPU_RUNS_TEXT = {
 }
 
 
+def _seven(revision: str) -> str:
+    """A revision as git's short form (7 characters), keeping a +dirty mark."""
+    commit, plus, rest = revision.partition("+")
+    return commit[:7] + plus + rest
+
+
 def gpu_runs_table(store: Store, lang: str, short_revision, format_number) -> str:
     """Every GPU experiment: its card, code revision, date and GPU minutes (its run's wall time, server starts
     included), answer card first."""
@@ -205,8 +211,9 @@ def gpu_runs_table(store: Store, lang: str, short_revision, format_number) -> st
             wall = record.get("wall_s")
             minutes = (format_number(wall / 60, lang, 1) if isinstance(wall, (int, float))
                        else f'<span title="{html.escape(GPU_RUNS_TEXT["resumed"][lang])}">—</span>')
-            cells = (html.escape(name), html.escape(card_name(env)),
-                     f"<code>{html.escape(short_revision(record.get('code_revision', '')))}</code>",
+            # short cells: the table has six columns and must fit a phone
+            cells = (html.escape(name), html.escape(card_name(env).removeprefix("NVIDIA ")),
+                     f"<code>{html.escape(_seven(short_revision(record.get('code_revision', ''))))}</code>",
                      html.escape(str(record.get("date", ""))[:10]), minutes,
                      str(len(record.get("datasets") or [])))
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
