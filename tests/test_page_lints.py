@@ -71,3 +71,15 @@ def test_every_count_unit_reads_in_chinese_on_zh_pages():
              if re.fullmatch(r"[a-z][a-z ]+", c.unit or "") and c.unit not in ("ms", "px")}
     assert words and not sorted(words - set(UNIT_ZH)), "add these units to labels.UNIT_ZH"
     assert unit_label("tokens", "zh") == "个 token" and unit_label("tokens", "zh", heading=True) == "token"
+
+
+def test_no_page_names_columns_itself():
+    """A column's reader-facing name is declared once, for both languages (labels.COLUMN_LABELS, or DATASET_LABELS
+    where one dataset's readers need more); a page passing labels= would let zh and en drift apart."""
+    import re
+
+    from conftest import REPO
+
+    pages = sorted((REPO / "docs").glob("*.md"))
+    offenders = [p.name for p in pages if re.search(r"\{\{[^}]*\blabels=", p.read_text())]
+    assert pages and not offenders, f"pages passing labels=: {offenders}"

@@ -278,10 +278,101 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
 LANG_INDEX = {"zh": 0, "en": 1}
 
 
-def column_label(column: str, lang: str) -> str:
-    """The reader's name of ``column``; its id where none is declared (a test forbids that)."""
-    pair = COLUMN_LABELS.get(column)
+# A column's reader-facing name in one dataset, where its readers need more than the column's own name (the
+# statistic, the condition): declared once here, for both languages; pages pass no labels.
+DATASET_LABELS: dict[tuple[str, str], tuple[str, str]] = {
+    ('api_servers.load', 'api_cpu_max'): ('最忙的 API 服务器', 'busiest API server'),
+    ('api_servers.load', 'api_processes'): ('API 服务器进程数', 'API-server processes'),
+    ('api_servers.load', 'concurrency'): ('在途请求数', 'requests in flight'),
+    ('api_servers.load', 'engine_cpu'): ('引擎核心', 'engine core'),
+    ('api_servers.load', 'ttft_p50_ms'): ('首 token，中位数', 'first token, median'),
+    ('batch_limits.grid', 'max_num_batched_tokens'): ('--max-num-batched-tokens', '--max-num-batched-tokens'),
+    ('batch_limits.grid', 'max_num_seqs'): ('--max-num-seqs', '--max-num-seqs'),
+    ('batch_limits.grid', 'output_tok_s'): ('输出 tok/s（中位数）', 'output tok/s (median)'),
+    ('batch_limits.grid', 'tpot_p50_ms'): ('每输出 token，中位数（TPOT）', 'per output token, median (TPOT)'),
+    ('batch_limits.grid', 'tpot_p99_ms'): ('每输出 token，p99（TPOT）', 'per output token, p99 (TPOT)'),
+    ('batch_limits.grid', 'ttft_p50_ms'): ('首 token，中位数（TTFT）', 'first token, median (TTFT)'),
+    ('batch_limits.grid', 'ttft_p99_ms'): ('首 token，p99（TTFT）', 'first token, p99 (TTFT)'),
+    ('capacity.decode_floor', 'bandwidth_gb_s'): ('实测带宽', 'measured bandwidth'),
+    ('capacity.decode_floor', 'beyond_floor_ms'): ('下限之外', 'beyond the floor'),
+    ('capacity.decode_floor', 'floor_share_pct'): ('下限 ÷ 时间', 'floor ÷ time'),
+    ('capacity.decode_floor', 'tpot_ms'): ('每输出 token 时间（中位数）', 'time per output token (median)'),
+    ('capacity.decode_floor', 'tpot_ms_max'): ('最慢一轮', 'slowest round'),
+    ('capacity.decode_floor', 'tpot_ms_min'): ('最快一轮', 'fastest round'),
+    ('capacity.knee', 'concurrency'): ('在途请求数', 'requests in flight'),
+    ('capacity.knee', 'output_tok_s'): ('输出 tok/s（中位数）', 'output tok/s (median)'),
+    ('capacity.knee', 'setting'): ('内存设置', 'memory setting'),
+    ('capacity.knee', 'tpot_p50_ms'): ('每输出 token，中位数（TPOT）', 'per output token, median (TPOT)'),
+    ('capacity.knee', 'ttft_p50_ms'): ('首 token 时间（中位数）', 'time to first token (median)'),
+    ('capacity.knee', 'ttft_p99_ms'): ('首 token 时间（p99）', 'time to first token (p99)'),
+    ('capacity.memory', 'kv_cache_tokens'): ('KV token 数', 'KV tokens'),
+    ('capacity.memory', 'max_concurrency'): ('vLLM 的最大并发', "vLLM's maximum concurrency"),
+    ('capacity.memory', 'max_concurrency_tokens'): ('它假设的每请求 token 数', 'tokens per request it assumes'),
+    ('capacity.memory', 'model_load_gib'): ('权重', 'weights'),
+    ('capacity.memory', 'started'): ('已启动', 'started'),
+    ('eager.decode', 'client_cpu_max'): ('客户端最忙进程', "client's busiest process"),
+    ('eager.decode', 'concurrency'): ('在途请求', 'requests in flight'),
+    ('eager.decode', 'output_tok_s'): ('输出吞吐（中位数）', 'output throughput (median)'),
+    ('eager.decode', 'tpot_ms'): ('每 token 时间', 'time per token'),
+    ('eager.decode', 'tpot_ms_max'): ('最大', 'max'),
+    ('eager.decode', 'tpot_ms_min'): ('最小', 'min'),
+    ('eager.decode', 'ttft_ms'): ('首 token 时间', 'first token (TTFT)'),
+    ('eager.image_0_start', 'error'): ('vLLM 的报错', "vLLM's error"),
+    ('eager.image_0_start', 'kv_cache_tokens'): ('KV 缓存', 'KV cache'),
+    ('eager.image_0_start', 'limit_mm'): ('--limit-mm-per-prompt', '--limit-mm-per-prompt'),
+    ('eager.image_0_start', 'started'): ('是否启动', 'started'),
+    ('eager.multimodal_ttft', 'client_cpu_max'): ('客户端最忙进程', "client's busiest process"),
+    ('eager.multimodal_ttft', 'requests'): ('每轮请求', 'requests per round'),
+    ('eager.multimodal_ttft', 'ttft_ms'): ('首 token 时间', 'first token (TTFT)'),
+    ('eager.multimodal_ttft', 'ttft_ms_max'): ('最大', 'max'),
+    ('eager.multimodal_ttft', 'ttft_ms_min'): ('最小', 'min'),
+    ('eager.startup', 'graph_capture_s'): ('CUDA graph 录制', 'CUDA-graph capture'),
+    ('eager.startup', 'startup_s'): ('启动时间', 'start-up time'),
+    ('embedding_batching.grid', 'concurrency'): ('在途请求数', 'requests in flight'),
+    ('fidelity_interval.ratio', 'ratio'): ('本站 ÷ bench', 'ours ÷ bench'),
+    ('kv_dtype.compare', 'kv_cache_tokens'): ('KV token 数', 'KV tokens'),
+    ('kv_dtype.compare', 'output_tok_s'): ('输出 tok/s（中位数）', 'output tok/s (median)'),
+    ('kv_dtype.compare', 'prompt_tokens'): ('提示', 'prompt'),
+    ('kv_dtype.compare', 'tpot_ms'): ('每输出 token，中位数（TPOT）', 'per output token, median (TPOT)'),
+    ('kv_dtype.compare', 'ttft_ms'): ('首 token，中位数（TTFT）', 'first token, median (TTFT)'),
+    ('lora.overhead', 'adapter_value'): ('用适配器（吞吐为 tok/s，首 token 时间为 ms）', 'with adapter (tok/s or ms, by metric)'),
+    ('lora.overhead', 'base_value'): ('基座模型（吞吐为 tok/s，首 token 时间为 ms）', 'base model (tok/s or ms, by metric)'),
+    ('lora_scale.grid', 'adapters'): ('轮流使用的适配器数', 'adapters taken in turn'),
+    ('lora_scale.grid', 'max_loras'): ('--max-loras', '--max-loras'),
+    ('multimodal.image_tokens', 'prompt_tokens'): ('提示 token 数', 'prompt tokens'),
+    ('multimodal.multi_image', 'images_per_prompt'): ('每个提示的图像数', 'images per prompt'),
+    ('multimodal.repeat_requests', 'ask'): ('第几次提问', 'question number'),
+    ('parallelism.comm_cost', 'engine_itl_ms'): ('每 token 延迟（引擎）', 'per-token latency (engine)'),
+    ('parallelism.comm_cost', 'engine_itl_vs_single'): ('相对单 rank（引擎）', 'vs one rank (engine)'),
+    ('parallelism.comm_cost', 'itl_ms'): ('每 token 延迟（客户端）', 'per-token latency (client)'),
+    ('parallelism.comm_cost', 'itl_vs_single'): ('相对单 rank', 'vs one rank'),
+    ('parallelism.comm_cost', 'layout'): ('布局', 'layout'),
+    ('parallelism.scaling', 'concurrency'): ('在途请求数', 'requests in flight'),
+    ('parallelism.scaling', 'output_tok_s'): ('生成吞吐', 'generated tok/s'),
+    ('pooling_limits.memory', 'kv_cache_tokens'): ('KV token 数', 'KV tokens'),
+    ('prefill.long_prompt', 'prompt_tokens'): ('提示长度', 'prompt length'),
+    ('prefill.prefix_cache', 'request_per_s'): ('16 个在途时的每秒请求数', 'requests per second at 16 in flight'),
+    ('prefill.prefix_cache', 'ttft_ms'): ('首 token 时间（中位数）', 'time to first token (median)'),
+    ('prefill.prefix_cache', 'ttft_ms_max'): ('最慢一轮', 'slowest round'),
+    ('prefill.prefix_cache', 'ttft_ms_min'): ('最快一轮', 'fastest round'),
+    ('rerank_documents.latency', 'pairs_per_s'): ('每秒打分的对数', 'pairs scored per second'),
+    ('security_versions.installs', 'server_started'): ('文本服务器启动了', 'text server started'),
+    ('security_versions.installs', 'startup_s'): ('它的启动时间', 'its start-up'),
+    ('video.frames', 'prompt_tokens'): ('提示 token 数', 'prompt tokens'),
+    ('video.frames', 'side'): ('帧边长', 'frame side'),
+}
+
+
+def column_label(column: str, lang: str, dataset: str | None = None) -> str:
+    """The reader's name of ``column`` (in ``dataset``, where that dataset declares its own); its id where none is
+    declared (a test forbids that)."""
+    pair = DATASET_LABELS.get((dataset, column)) or COLUMN_LABELS.get(column)
     return pair[LANG_INDEX[lang]] if pair else column
+
+
+def dataset_labels(dataset: str, lang: str) -> dict[str, str]:
+    """Every column name ``dataset`` declares for its own readers, in ``lang``."""
+    return {column: pair[LANG_INDEX[lang]] for (name, column), pair in DATASET_LABELS.items() if name == dataset}
 
 
 def model_label(name: str, lang: str) -> str:

@@ -91,7 +91,7 @@ class RendererBase:
 
     def _value_text(self, schema: DatasetSchema, column: str, where: dict) -> str:
         """A value's claim in words, for the open-claims page and compare(): dataset, quantity and conditions."""
-        text = f"{schema.title.get(self.lang) or schema.name} · {column_label(column, self.lang)}"
+        text = f"{schema.title.get(self.lang) or schema.name} · {column_label(column, self.lang, schema.name)}"
         conditions = self._conditions_text(where)
         return text + (f" ({conditions})" if conditions else "")
 

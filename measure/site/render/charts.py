@@ -10,7 +10,7 @@ import numbers
 import pandas as pd
 
 from measure.schema import DatasetSchema, SchemaError, UnknownName
-from measure.site.labels import column_label, model_label, value_label
+from measure.site.labels import column_label, dataset_labels, model_label, value_label
 from measure.site.render.formatting import _json_value, _natural_order, _plotly_text, format_number, legend_names
 from measure.site.render.vocabulary import _stable_id, t
 
@@ -49,7 +49,7 @@ class Charts:
         if kind == "bar" and log_y:
             raise UnknownName(f"{self.page}: chart({dataset!r}): bars on a log y axis — a bar's length would not be "
                               "its value; draw points (kind=\"scatter\") or a linear axis")
-        labels = labels or {}
+        labels = dataset_labels(dataset, self.lang) | (labels or {})  # pages pass none
         schema.column(x), schema.column(y)  # unknown names fail here, before anything is recorded
         if color:
             schema.column(color)

@@ -7,7 +7,7 @@ import html
 import pandas as pd
 
 from measure.schema import DatasetSchema, UnknownName
-from measure.site.labels import column_label, unit_label, value_label
+from measure.site.labels import column_label, dataset_labels, unit_label, value_label
 from measure.site.render.formatting import (
     VERBATIM_COLUMNS,
     _records,
@@ -42,7 +42,7 @@ class Tables:
         behind "全部数据 / All data": for a table no question links to and no paragraph needs."""
         schema = self.store.schema(dataset)
         where = where or {}
-        labels = labels or {}
+        labels = dataset_labels(dataset, self.lang) | (labels or {})  # pages pass none
         digits = digits or {}
         cols = [schema.column(c) for c in (columns or schema.header)]
         for name in list(labels) + list(digits):
