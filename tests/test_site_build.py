@@ -58,8 +58,9 @@ def test_a_reproduce_box_prints_each_experiments_setup_before_measuring(built):
 @pytest.mark.site
 def test_cited_figures_render_as_cited(built):
     _, site = built
-    html = (site / "pooling" / "index.html").read_text()
-    assert re.search(r'claim-value claim-cited[^>]*>127\u00a0tokens<', html)
+    for page, tokens in (("pooling", "个 token"), ("en/pooling", "tokens")):  # the count's unit in each language
+        html = (site / page / "index.html").read_text()
+        assert re.search(r'claim-value claim-cited[^>]*>127\u00a0' + tokens + "<", html), page
 
 
 @pytest.mark.site
