@@ -152,29 +152,18 @@ def _no_constant(name: str):
     raise SchemaError(f"{name} is no JSON number (a browser cannot parse the file); no measurement gives it")
 
 
-def _walk_strings(value, path: str):
-    """(path, string) for every key and string value in ``value``."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
+def _leaves(value, path: str = ""):
+    """(path, item) for every key and every value below ``value``, depth first."""
+    if isinstance(value, dict):
         for key, item in value.items():
             sub = f"{path}.{key}" if path else str(key)
             yield sub, key
-            yield from _walk_strings(item, sub)
+            yield sub, item
+            yield from _leaves(item, sub)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _walk_strings(item, f"{path}.{i}")
-
-
-def _walk_numbers(value, path: str):
-    if isinstance(value, float):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk_numbers(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _walk_numbers(item, f"{path}.{i}")
+            yield f"{path}.{i}", item
+            yield from _leaves(item, f"{path}.{i}")
 
 
 def read_provenance(path: Path) -> dict:
@@ -214,13 +203,12 @@ def validate_provenance(prov, where: Path) -> None:
         shown = f", got {excerpt(got if isinstance(got, str) else json.dumps(got)[:200])}" \
             if first["type"] not in ("extra_forbidden", "missing") else ""
         raise SchemaError(f"{where}: {field}: {first['msg']}{shown}{more}") from None
-    for field, text in _walk_strings(prov, ""):
-        hidden = invisible_character(text)
+    for field, item in _leaves(prov):
+        hidden = invisible_character(item) if isinstance(item, str) else None
         if hidden:
             raise SchemaError(f"{where}: {field}: holds {hidden}, a character that reorders or hides text; remove it")
-    for field, number in _walk_numbers(prov, ""):
-        if not math.isfinite(number):
-            raise SchemaError(f"{where}: {field}: {number} is no finite number")
+        if isinstance(item, float) and not math.isfinite(item):  # 1e999 parses as infinity
+            raise SchemaError(f"{where}: {field}: {item} is no finite number")
     if prov["source"] not in ("measured", "cited"):
         raise SchemaError(f"{where}: source: one of measured, cited, not {excerpt(prov['source'])}")
     if prov["source"] == "cited" and not prov.get("citation"):
