@@ -83,3 +83,16 @@ def test_no_page_names_columns_itself():
     pages = sorted((REPO / "docs").glob("*.md"))
     offenders = [p.name for p in pages if re.search(r"\{\{[^}]*\blabels=", p.read_text())]
     assert pages and not offenders, f"pages passing labels=: {offenders}"
+
+
+def test_no_page_declares_its_own_tables_and_charts():
+    """A table, chart or matrix is declared once, by name, in its topic's facts module (facts.Table / Chart / Matrix)
+    and cited with fact(): a page calling table(), chart() or matrix() itself would let zh and en drift apart. The
+    guide's examples, escaped as text, do not count."""
+    import re
+
+    from conftest import REPO
+
+    pages = sorted((REPO / "docs").glob("*.md"))
+    offenders = [p.name for p in pages if re.search(r"\{\{\s*(table|chart|matrix)\(", p.read_text())]
+    assert pages and not offenders, f"pages calling table()/chart()/matrix() instead of fact(): {offenders}"

@@ -1,8 +1,9 @@
 """Facts named once, cited by name from both languages (as Jupyter Book's ``glue``), and the questions they answer.
 
 A *fact* is one selection of data with its formatting: a value (dataset, column, row selector, digits) or a ratio
-of two values checked against what the sentence says (``compare``'s relations). A page writes
-``{{ fact("eager.tok_s_32_default") }}`` instead of repeating the selector in each language, and
+of two values checked against what the sentence says (``compare``'s relations), or a table or chart the page shows
+(``Table``, ``Chart``, ``Matrix``). A page writes ``{{ fact("eager.tok_s_32_default") }}`` or
+``{{ fact("eager.startup_chart") }}`` instead of repeating the selector in each language, and
 ``{{ answers("eager") }}`` opens it with the questions its topic settles, each answered from facts.
 
 One module per topic in this package declares its facts and its questions (``topic(...)``); the registry imports
@@ -77,6 +78,48 @@ class NotMeasured:
             raise ValueError(f"a NotMeasured fact needs its text in {LANGS}")
 
 
+class Shown:
+    """A table, chart or matrix a page shows, declared once by name: the dataset and the options its macro takes
+    (``ClaimRenderer.table`` / ``chart`` / ``matrix``). An option given as ``{"zh": …, "en": …}`` (a chart's
+    ``title``) is read in the page's language; every other option is the same in both."""
+
+    kind = ""
+
+    def __init__(self, dataset: str, **options) -> None:
+        self.dataset, self.options = dataset, options
+        for key, option in options.items():
+            if isinstance(option, dict) and key == "title" and set(option) != set(LANGS):
+                raise ValueError(f"{type(self).__name__}({dataset!r}): a {key} in {LANGS}, not {sorted(option)}")
+
+    def options_in(self, lang: str) -> dict:
+        return {key: option[lang] if key == "title" and isinstance(option, dict) else option
+                for key, option in self.options.items()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dataset!r}, **{self.options!r})"
+
+
+class Table(Shown):
+    """A table for looking up rows."""
+
+    kind = "table"
+
+
+class Chart(Shown):
+    """A chart for seeing a shape."""
+
+    kind = "chart"
+
+
+class Matrix(Shown):
+    """A grid of one column's values by two others (``security_versions.matrix``: probe × release)."""
+
+    kind = "matrix"
+
+
+Fact = Value | Ratio | Product | Unconfirmed | NotMeasured | Shown
+
+
 @dataclass(frozen=True)
 class Question:
     """A question a reader brings, its answer as sentences with ``{fact}`` slots, the heading id (``figure``) of the
@@ -104,7 +147,7 @@ class Topic:
     name in each language where the home page lists it."""
 
     name: str
-    facts: dict[str, Value | Ratio | Product | Unconfirmed | NotMeasured]
+    facts: dict[str, Fact]
     questions: tuple[Question, ...] = ()
     title: dict[str, str] = field(default_factory=dict)
     has_page: bool = True  # False: questions no page answers yet (the FAQ lists them; the home page does not)
@@ -124,7 +167,7 @@ def sentences(text: str, lang: str) -> list[str]:
 _TOPICS: dict[str, Topic] = {}
 
 
-def topic(name: str, facts: dict[str, Value | Ratio | Product | Unconfirmed | NotMeasured], questions: tuple[Question, ...] = (),
+def topic(name: str, facts: dict[str, Fact], questions: tuple[Question, ...] = (),
           title: dict[str, str] | None = None, has_page: bool = True) -> Topic:
     """Declare a topic's facts (short names, cited as ``TOPIC.NAME``) and questions."""
     if name in _TOPICS:
@@ -165,7 +208,7 @@ def get_topic(name: str) -> Topic:
     return found[name]
 
 
-def lookup(name: str) -> tuple[Topic, str, Value | Ratio | Product | Unconfirmed | NotMeasured]:
+def lookup(name: str) -> tuple[Topic, str, Fact]:
     """``TOPIC.NAME`` → (topic, short name, fact)."""
     topic_name, _, short = name.partition(".")
     found = get_topic(topic_name)

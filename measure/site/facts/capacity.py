@@ -2,7 +2,7 @@
 tokens and requests, what a full cache does, the fp8 KV cache, batch limits, and --api-server-count. Answers cite the
 H200 (full-size Qwen3, dummy weights, default mode); an H100 lease's figures sit in the page's "On other GPUs" section."""
 
-from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
+from measure.site.facts import Chart, Product, Question, Ratio, Table, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -45,7 +45,66 @@ def front(column: str, model: str, count: int, concurrency: int, digits: int = 0
 
 CPU = "cpu-2c-x86-64"
 
-topic("capacity", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "decode_floor_table_h200": Table("capacity.decode_floor", env="gpu-1x-nvidia-h200",
+        columns=["model", "weight_gb", "bandwidth_gb_s", "floor_ms", "tpot_ms", "tpot_ms_min", "tpot_ms_max",
+            "floor_share_pct"]),
+    "memory_table_h200": Table("capacity.memory", env="gpu-1x-nvidia-h200",
+        columns=["setting", "model_load_gib", "kv_cache_gib", "kv_cache_tokens", "requests_fit", "max_concurrency",
+            "max_concurrency_tokens"]),
+    "knee_chart_h200": Chart("capacity.knee", x="concurrency", y="ttft_p99_ms", color="setting",
+        env="gpu-1x-nvidia-h200", log_x=True),
+    "knee_table_h200": Table("capacity.knee", env="gpu-1x-nvidia-h200", collapsed=True,
+        columns=["setting", "concurrency", "output_tok_s", "output_tok_s_min", "output_tok_s_max", "ttft_p50_ms",
+            "ttft_p99_ms", "tpot_p50_ms", "preemptions"]),
+    "kv_dtype_compare_table_h200": Table("kv_dtype.compare", env="gpu-1x-nvidia-h200",
+        columns=["kv_cache_dtype", "prompt_tokens", "kv_cache_tokens", "ttft_ms", "tpot_ms", "output_tok_s",
+            "output_tok_s_min", "output_tok_s_max", "concurrency"]),
+    "batch_limits_grid_table_h200": Table("batch_limits.grid", env="gpu-1x-nvidia-h200",
+        columns=["max_num_seqs", "max_num_batched_tokens", "output_tok_s", "output_tok_s_min", "output_tok_s_max",
+            "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "preemptions", "concurrency"]),
+    "api_servers_load_chart_h200": Chart("api_servers.load", key="api_servers.load:chart:h200", x="concurrency",
+        y="tokens_per_s", color="api_server_count", env="gpu-1x-nvidia-h200", where={"model": "Qwen3-0.6B"},
+        log_x=True, spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "api_servers_load_table_h200_256": Table("api_servers.load", env="gpu-1x-nvidia-h200", where={"concurrency": 256},
+        key="api_servers.load:table:256:h200",
+        columns=["model", "api_server_count", "api_processes", "tokens_per_s", "ttft_p50_ms", "api_cpu_max",
+            "engine_cpu"]),
+    "api_servers_load_table_h200_all": Table("api_servers.load", key="api_servers.load:table:all:h200",
+        env="gpu-1x-nvidia-h200", collapsed=True,
+        columns=["model", "api_server_count", "api_processes", "concurrency", "tokens_per_s", "tokens_per_s_min",
+            "tokens_per_s_max", "ttft_p50_ms", "itl_p50_ms", "api_cpu", "api_cpu_max", "engine_cpu"]),
+    "api_servers_load_table_cpu": Table("api_servers.load", env="cpu-2c-x86-64", key="api_servers.load:table:cpu",
+        columns=["workload", "api_server_count", "processes", "concurrency", "tokens_per_s", "api_cpu", "engine_cpu"]),
+    "decode_floor_table_h100": Table("capacity.decode_floor", env="gpu-1x-nvidia-h100-80gb-hbm3",
+        key="capacity.decode_floor:table:h100",
+        columns=["model", "weight_gb", "bandwidth_gb_s", "floor_ms", "tpot_ms", "tpot_ms_min", "tpot_ms_max",
+            "floor_share_pct", "beyond_floor_ms"]),
+    "memory_table_h100": Table("capacity.memory", env="gpu-1x-nvidia-h100-80gb-hbm3",
+        key="capacity.memory:table:h100",
+        columns=["setting", "started", "kv_cache_gib", "kv_cache_tokens", "requests_fit", "max_concurrency", "error"]),
+    "api_servers_load_chart_h100": Chart("api_servers.load", x="concurrency", y="tokens_per_s",
+        color="api_server_count", env="gpu-1x-nvidia-h100-80gb-hbm3", where={"model": "Qwen3-0.6B"}, log_x=True,
+        spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "api_servers_load_table_h100_256": Table("api_servers.load", env="gpu-1x-nvidia-h100-80gb-hbm3",
+        where={"concurrency": 256}, key="api_servers.load:table:256",
+        columns=["model", "api_server_count", "api_processes", "tokens_per_s", "ttft_p50_ms", "api_cpu_max",
+            "engine_cpu"]),
+    "api_servers_load_table_h100_all": Table("api_servers.load", env="gpu-1x-nvidia-h100-80gb-hbm3", collapsed=True,
+        columns=["model", "api_server_count", "api_processes", "concurrency", "tokens_per_s", "tokens_per_s_min",
+            "tokens_per_s_max", "ttft_p50_ms", "itl_p50_ms", "api_cpu", "api_cpu_max", "engine_cpu"]),
+    "knee_chart_cpu": Chart("capacity.knee", x="concurrency", y="ttft_p50_ms", color="setting", env="cpu-2c-x86-64",
+        log_x=True, key="capacity.knee:chart:cpu"),
+    "kv_dtype_compare_table_cpu": Table("kv_dtype.compare", env="cpu-2c-x86-64", key="kv_dtype.compare:table:cpu",
+        columns=["kv_cache_dtype", "prompt_tokens", "kv_cache_tokens", "ttft_ms", "tpot_ms", "output_tok_s",
+            "concurrency"]),
+    "batch_limits_grid_table_cpu": Table("batch_limits.grid", env="cpu-2c-x86-64", key="batch_limits.grid:table:cpu",
+        columns=["max_num_seqs", "max_num_batched_tokens", "output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+            "concurrency"]),
+}
+
+topic("capacity", facts=FIGURES | {
     "api_chat_1": front("tokens_per_s", "Qwen3-0.6B", 1, 256, spread=True),
     "api_chat_4": front("tokens_per_s", "Qwen3-0.6B", 4, 256, spread=True),
     "api_chat_4_vs_1": Ratio("api_chat_4", ">>", "api_chat_1", digits=1),

@@ -1,6 +1,6 @@
 """Default mode against --enforce-eager (docs/eager.*.md): start-up, decoding speed, image TTFT, images limited to 0."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Value, topic
 
 
 def decode_with_range(column: str, mode: str, concurrency: int, digits: int) -> Value:
@@ -13,7 +13,22 @@ def startup(mode: str, caches: str) -> Value:
     return Value("eager.startup", "startup_s", {"mode": mode, "caches": caches}, {"digits": 0})
 
 
-topic("eager", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "startup_chart": Chart("eager.startup", x="caches", y="startup_s", color="mode", kind="bar"),
+    "startup_table": Table("eager.startup", collapsed=True),
+    "decode_chart": Chart("eager.decode", x="concurrency", y="output_tok_s", color="mode", kind="scatter", log_y=True,
+        spread=("output_tok_s_min", "output_tok_s_max")),
+    "decode_table": Table("eager.decode",
+        columns=["mode", "concurrency", "output_tok_s", "output_tok_s_min", "output_tok_s_max", "tpot_ms",
+            "tpot_ms_min", "tpot_ms_max", "ttft_ms", "client_cpu_max"],
+        collapsed=True),
+    "multimodal_ttft_table": Table("eager.multimodal_ttft"),
+    "summary_table": Table("eager.summary"),
+    "image_0_start_table": Table("eager.image_0_start"),
+}
+
+topic("eager", facts=FIGURES | {
     "tok_s_32_default": decode_with_range("output_tok_s", "default", 32, 0),
     "tok_s_32_eager": decode_with_range("output_tok_s", "eager", 32, 0),
     "tok_s_32_ratio": Ratio("tok_s_32_eager", "<<", "tok_s_32_default"),

@@ -1,7 +1,7 @@
 """LoRA (docs/lora.*.md): what an adapter costs on the H200, its rank, adapters beyond --max-loras, slots against the
 adapters in the mix, a swap, --max-lora-rank, runtime loading, speculation."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -32,7 +32,26 @@ def runtime(column: str, rank: int) -> Value:
     return Value("lora_scale.runtime_load", column, {"rank": rank}, {"env": H200, "digits": 1 if "ttft" in column else 0})
 
 
-topic("lora", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "overhead_table": Table("lora.overhead",
+        columns=["model", "rank", "metric", "slowdown_pct", "base_value", "adapter_value", "repeats"]),
+    "slots_chart_h200": Chart("lora.slots", env="gpu-1x-nvidia-h200", x="adapters", y="tokens_per_s",
+        color="max_loras", spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "slots_table": Table("lora.slots", collapsed=True),
+    "lora_scale_grid_chart": Chart("lora_scale.grid", x="adapters", y="tokens_per_s", color="max_loras",
+        env="gpu-1x-nvidia-h200", where={"max_lora_rank": 8}, log_x=True,
+        spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "lora_scale_grid_table": Table("lora_scale.grid", env="gpu-1x-nvidia-h200", collapsed=True,
+        columns=["max_loras", "max_lora_rank", "adapters", "tokens_per_s", "tokens_per_s_min", "tokens_per_s_max",
+            "ttft_p50_ms", "tpot_p50_ms"]),
+    "lora_scale_swap_table": Table("lora_scale.swap", env="gpu-1x-nvidia-h200"),
+    "lora_scale_runtime_load_table": Table("lora_scale.runtime_load", env="gpu-1x-nvidia-h200"),
+    "security_lora_runtime_load_table": Table("security.lora_runtime_load"),
+    "compat_table": Table("lora.compat"),
+}
+
+topic("lora", facts=FIGURES | {
     "base_tok_s": overhead("base_value", 8, "throughput", unit="tok/s"),
     "rank8_tok_s": overhead("adapter_value", 8, "throughput", unit="tok/s"),
     "rank64_tok_s": overhead("adapter_value", 64, "throughput", unit="tok/s"),

@@ -1,6 +1,6 @@
 """Method (docs/method.*.md): whether this site's load client keeps up with `vllm bench serve` on the H200."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 H100 = "gpu-1x-nvidia-h100-80gb-hbm3"
@@ -16,7 +16,44 @@ def interval(column: str, point: str, digits: int | None, env: str = H200, **opt
                  {"env": env, "digits": digits} | options)
 
 
-topic("method", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "fidelity_client_ceiling_table": Table("fidelity.client_ceiling",
+        columns=["workload", "mode", "workers", "concurrency", "chunk_gap_ms", "request_per_s", "chunks_per_s",
+            "lag_median_ms", "worker_cpu_max", "limited_by"]),
+    "fidelity_comparison_table": Table("fidelity.comparison",
+        columns=["workload", "concurrency", "metric", "unit", "harness", "harness_min", "harness_max", "bench",
+            "bench_min", "bench_max", "ratio"],
+        tolerance={"ratio": [0.95, 1.05]}),
+    "fidelity_who_was_busy_table": Table("fidelity.comparison", where={"metric": "request throughput"},
+        columns=["workload", "concurrency", "harness_workers", "harness_worker_cpu_max", "bench_cpu_share",
+            "api_server_cpu_share", "limited_by"],
+        key="fidelity-who-was-busy"),
+    "fidelity_engine_view_table": Table("fidelity.engine_view",
+        columns=["workload", "concurrency", "tool", "engine_ttft_ms", "engine_itl_ms", "engine_e2e_ms",
+            "engine_queue_ms", "client_cpu_share", "api_server_cpu_share"]),
+    "fidelity_workloads_table": Table("fidelity.workloads",
+        columns=["workload", "concurrency", "model", "endpoint", "requests", "prompt_tokens_mean", "output_tokens",
+            "rounds", "harness_workers"],
+        collapsed=True),
+    "fidelity_interval_ratio_chart": Chart("fidelity_interval.ratio", x="metric", y="ratio", color="point",
+        kind="scatter", log_y=True, spread=("ratio_ci_low", "ratio_ci_high"), line_at=1),
+    "fidelity_interval_ratio_table": Table("fidelity_interval.ratio",
+        columns=["point", "metric", "unit", "harness", "bench", "ratio", "ratio_ci_low", "ratio_ci_high",
+            "ci_max_gap_pct", "requests", "rounds"],
+        digits={"ratio": 3, "ratio_ci_low": 3, "ratio_ci_high": 3}),
+    "fidelity_interval_who_was_busy_table": Table("fidelity_interval.ratio", where={"metric": "output throughput"},
+        columns=["point", "concurrency", "api_server_count", "harness_spread_pct", "bench_spread_pct",
+            "harness_worker_cpu_max", "bench_cpu_share", "api_cpu_max", "engine_cpu", "limited_by"],
+        key="fidelity-interval-who-was-busy"),
+    "loadgens_ceiling_table": Table("loadgens.ceiling"),
+    "loadgens_vllm_server_table": Table("loadgens.vllm_server",
+        columns=["tool", "version", "concurrency", "requests", "prompt_tokens", "output_tok_s", "output_tok_s_min",
+            "output_tok_s_max", "ttft_median_ms", "itl_median_ms", "tpot_median_ms", "cpu_cores"],
+        tolerance={"tpot_median_ms": [0.01, 100000]}),
+}
+
+topic("method", facts=FIGURES | {
     "ours_tok_s": fidelity("harness", "output throughput", 0, unit="tok/s"),
     "bench_tok_s": fidelity("bench", "output throughput", 0, unit="tok/s"),
     "ours_min": fidelity("harness_min", "output throughput", 0, unit="tok/s"),

@@ -1,7 +1,7 @@
 """Multimodal input (docs/multimodal.*.md): what image URLs and the API key do, release by release (CPU backend,
 one virtualenv per vLLM release)."""
 
-from measure.site.facts import Question, Value, topic
+from measure.site.facts import Matrix, Question, Table, Value, topic
 
 CPU = "cpu-2c-x86-64"
 REDIRECT = "--allowed-media-domains localhost · allowed name redirecting to 127.0.0.1"
@@ -13,7 +13,18 @@ def matrix(release: str, probe: str, expect: str | None = None) -> Value:
                  {"env": CPU} | ({"expect": expect} if expect else {}))
 
 
-topic("multimodal", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "security_media_fetch_table": Table("security.media_fetch",
+        columns=["setting", "url_kind", "service_hit", "paths_requested", "status", "answer", "elapsed_ms"]),
+    "security_versions_installs_table": Table("security_versions.installs"),
+    "security_versions_matrix": Matrix("security_versions.matrix", rows="probe", columns="vllm_version",
+        cell="outcome"),
+    "processor_cache_table": Table("multimodal.processor_cache"),
+    "untrusted_formats_table": Table("multimodal.untrusted_formats"),
+}
+
+topic("multimodal", facts=FIGURES | {
     # the answer's "Yes" rests on these
     "metrics_oldest": matrix("0.8.5.post2", "GET /metrics without a key", expect="200"),
     "metrics_newest": matrix("0.32.0", "GET /metrics without a key", expect="200"),

@@ -1,7 +1,7 @@
 """Multimodal, measured (docs/multimodal-measured.*.md): Qwen3-VL-2B on the H200: image tokens, a repeated image,
 several images per prompt, and whether image URLs reach internal hosts."""
 
-from measure.site.facts import Question, Ratio, Unconfirmed, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -31,7 +31,39 @@ def kv_with(limit: str) -> Value:
 
 ALLOWED = "--allowed-media-domains localhost"
 
-topic("multimodal-measured", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "size_hint_gain_table": Table("multimodal.size_hint_gain"),
+    "startup_memory_table": Table("multimodal.startup_memory",
+        columns=["memory_condition", "max_model_len", "limit_mm", "started", "encoder_cache_budget_tokens",
+            "kv_cache_tokens", "max_concurrency"]),
+    "side_doubling_table": Table("multimodal.side_doubling"),
+    "image_tokens_chart_prompt_tokens": Chart("multimodal.image_tokens", x="side", y="prompt_tokens"),
+    "image_tokens_chart_ttft": Chart("multimodal.image_tokens", x="side", y="ttft_ms"),
+    "repeat_summary_table": Table("multimodal.repeat_summary"),
+    "repeat_requests_chart": Chart("multimodal.repeat_requests", x="ask", y="ttft_ms", color="side", kind="scatter"),
+    "repeat_requests_table": Table("multimodal.repeat_requests",
+        columns=["image", "ask", "side", "ttft_ms", "prompt_tokens", "mm_cache_hits", "prefix_cache_queries",
+            "prefix_cache_hits"],
+        collapsed=True),
+    "multi_image_chart": Chart("multimodal.multi_image", x="images_per_prompt", y="ttft_ms", color="concurrency",
+        kind="scatter"),
+    "multi_image_table": Table("multimodal.multi_image", collapsed=True),
+    "video_frames_chart_h200_prompt_tokens": Chart("video.frames", x="frames", y="prompt_tokens", color="side",
+        env="gpu-1x-nvidia-h200", log_x=True, log_y=True),
+    "video_frames_chart_h200_ttft": Chart("video.frames", x="frames", y="ttft_ms", color="side",
+        env="gpu-1x-nvidia-h200", log_x=True, log_y=True, spread=("ttft_ms_min", "ttft_ms_max"),
+        key="video.frames:chart:ttft"),
+    "video_frames_table": Table("video.frames", env="gpu-1x-nvidia-h200", collapsed=True,
+        columns=["frames", "side", "prompt_tokens", "video_tokens", "tokens_per_frame", "ttft_ms", "ttft_ms_min",
+            "ttft_ms_max", "requests"]),
+    "video_startup_memory_table": Table("video.startup_memory", env="gpu-1x-nvidia-h200",
+        columns=["limit_mm", "limit_mm_per_prompt", "max_model_len", "started", "kv_cache_tokens", "kv_cache_gib",
+            "max_concurrency"]),
+    "multi_image_open_list_table": Table("multimodal.multi_image", key="open-list:multi-image"),
+}
+
+topic("multimodal-measured", facts=FIGURES | {
     "tokens_448": side("prompt_tokens", 448),
     "tokens_1344": side("prompt_tokens", 1344),
     "ttft_448": side("ttft_ms", 448, 1),

@@ -1,7 +1,7 @@
 """Parallelism (docs/parallelism.*.md): Qwen3-8B on one H200 as the baseline; layouts over several GPUs are
 declared and wait for a host that has them; DP routing on the CPU stand-in."""
 
-from measure.site.facts import Question, Ratio, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 CPU = "cpu-2c-x86-64"
@@ -16,7 +16,23 @@ def routing(column: str, routing_: str, digits: int = 1) -> Value:
     return Value("parallelism.dp_routing", column, {"layout": "DP=2", "routing": routing_}, {"env": CPU, "digits": digits})
 
 
-topic("parallelism", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "comm_cost_table": Table("parallelism.comm_cost"),
+    "scaling_chart": Chart("parallelism.scaling", env="cpu-2c-x86-64",
+        title={"zh": "CPU 后端：缩小版的 Qwen3 替身，不是 Qwen3-8B", "en": "CPU backend: the tiny Qwen3 stand-in, not Qwen3-8B"},
+        x="concurrency", y="output_tok_s", color="layout", log_x=True, spread=("output_tok_s_min", "output_tok_s_max")),
+    "scaling_table": Table("parallelism.scaling",
+        columns=["layout", "ranks", "enforce_eager", "concurrency", "requests", "rounds", "output_tok_s", "ttft_ms",
+            "tpot_ms", "engine_itl_ms", "kv_cache_tokens", "max_concurrency"]),
+    "dp_routing_table": Table("parallelism.dp_routing"),
+    "servers_startup_table": Table("servers.startup",
+        columns=["server", "model", "weights", "kv_cache_tokens", "max_concurrency", "max_concurrency_tokens",
+            "kv_cache_gib", "startup_s", "started_together"]),
+    "layouts_table": Table("parallelism.layouts"),
+}
+
+topic("parallelism", facts=FIGURES | {
     "tok_s_1": scaling("output_tok_s", "single", 1, 0, show_range=True),
     "tok_s_256": scaling("output_tok_s", "single", 256, 0, show_range=True),
     "tok_s_256_vs_1": Ratio("tok_s_256", ">>", "tok_s_1", digits=0),

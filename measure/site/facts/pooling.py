@@ -1,7 +1,7 @@
 """Pooling (docs/pooling.*.md): embedding throughput on the H200, its output format and batch size, a pooling
 server's memory, and which rerank route an API key guards."""
 
-from measure.site.facts import Product, Question, Ratio, Unconfirmed, Value, topic
+from measure.site.facts import Chart, Product, Question, Ratio, Table, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 CPU = "cpu-2c-x86-64"
@@ -45,7 +45,50 @@ def status(path: str, key: str, expect: int) -> Value:
                  {"env": H200, "unit": "", "expect": expect})
 
 
-topic("pooling", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "prefill_comparison_table": Table("pooling.prefill_comparison"),
+    "pooling_limits_roofline_table": Table("pooling_limits.roofline",
+        columns=["model", "batch_size", "tokens_per_s", "achieved_tflops", "peak_share_pct", "client_ms", "engine_ms",
+            "outside_engine_ms", "client_cpu_share"]),
+    "embedding_throughput_chart": Chart("pooling.embedding_throughput", x="batch_size", y="tokens_per_s",
+        color="encoding_format", where={"weights": "dummy"}, log_x=True,
+        spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "embedding_throughput_table": Table("pooling.embedding_throughput",
+        columns=["model", "weights", "batch_size", "encoding_format", "tokens_per_input", "tokens_per_s", "latency_ms",
+            "client_cpu_share"],
+        collapsed=True),
+    "embedding_batching_chart_h200_long": Chart("embedding_batching.grid", x="concurrency", y="tokens_per_s",
+        color="inputs_per_request", env="gpu-1x-nvidia-h200", where={"input_words": 512}, log_x=True,
+        spread=("tokens_per_s_min", "tokens_per_s_max"), missing_ok=True,
+        title={"zh": "每条输入 512 个词", "en": "Inputs of 512 words"}),
+    "embedding_batching_chart_h200_short": Chart("embedding_batching.grid", x="concurrency", y="tokens_per_s",
+        color="inputs_per_request", env="gpu-1x-nvidia-h200", where={"input_words": 32}, log_x=True,
+        spread=("tokens_per_s_min", "tokens_per_s_max"), missing_ok=True,
+        title={"zh": "每条输入 32 个词", "en": "Inputs of 32 words"}, key="embedding_batching.grid:chart:short"),
+    "embedding_batching_table_h200": Table("embedding_batching.grid", env="gpu-1x-nvidia-h200", collapsed=True,
+        missing_ok=True,
+        columns=["input_words", "tokens_per_input", "inputs_per_request", "concurrency", "inputs_per_s",
+            "inputs_per_s_min", "inputs_per_s_max", "tokens_per_s", "tokens_per_s_min", "tokens_per_s_max",
+            "latency_p50_ms"]),
+    "embedding_batching_chart_cpu": Chart("embedding_batching.grid", x="concurrency", y="tokens_per_s",
+        color="inputs_per_request", env="cpu-2c-x86-64", where={"input_words": 128}, log_x=True,
+        key="embedding_batching.grid:chart:cpu", spread=("tokens_per_s_min", "tokens_per_s_max")),
+    "rerank_latency_chart": Chart("pooling.rerank_latency", x="documents", y="latency_ms", color="route",
+        spread=("latency_ms_min", "latency_ms_max")),
+    "rerank_documents_latency_chart": Chart("rerank_documents.latency", x="document_words", y="pairs_per_s",
+        color="documents", env="gpu-1x-nvidia-h200", log_x=True, spread=("pairs_per_s_min", "pairs_per_s_max"),
+        missing_ok=True),
+    "rerank_documents_latency_table": Table("rerank_documents.latency", missing_ok=True,
+        columns=["model", "document_words", "document_tokens", "documents", "latency_p50_ms", "latency_p99_ms",
+            "pairs_per_s", "pairs_per_s_min", "pairs_per_s_max"]),
+    "pooling_limits_memory_table": Table("pooling_limits.memory"),
+    "security_auth_routes_table": Table("security.auth_routes",
+        columns=["server", "method", "path", "no_key", "wrong_key", "right_key", "note"],
+        where={"requires_key": False}),
+}
+
+topic("pooling", facts=FIGURES | {
     "float_1024": embed(1024, "float"),
     "base64_1024": embed(1024, "base64"),
     "base64_vs_float_1024": Ratio("base64_1024", ">>", "float_1024", digits=1),

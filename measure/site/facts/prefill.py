@@ -1,6 +1,6 @@
 """Prefix caching and long prompts (docs/prefill.*.md): the H200's figures, full-size Qwen3-0.6B in default mode."""
 
-from measure.site.facts import Question, Ratio, Unconfirmed, Value, topic
+from measure.site.facts import Chart, Question, Ratio, Table, Unconfirmed, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 
@@ -20,7 +20,26 @@ def beside(column: str, batched: int, long_prompt: str, digits: int = 1) -> Valu
                  {"env": H200, "digits": digits})
 
 
-topic("prefill", facts={
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "prefix_cache_chart_h200": Chart("prefill.prefix_cache", x="prefix_tokens", y="ttft_ms", color="case", kind="bar",
+        env="gpu-1x-nvidia-h200", where={"caching": "on"},
+        title={"zh": "前缀缓存开启时：命中与未命中", "en": "Prefix caching on: a hit against a miss"},
+        spread=("ttft_ms_min", "ttft_ms_max")),
+    "prefix_cache_table": Table("prefill.prefix_cache", env="gpu-1x-nvidia-h200",
+        columns=["caching", "prefix_tokens", "case", "ttft_ms", "ttft_ms_min", "ttft_ms_max", "request_per_s",
+            "request_per_s_min", "request_per_s_max", "prompt_tokens"]),
+    "long_prompt_chart": Chart("prefill.long_prompt", x="prompt_tokens", y="ttft_ms", color="max_num_batched_tokens",
+        env="gpu-1x-nvidia-h200", log_x=True, spread=("ttft_ms_min", "ttft_ms_max")),
+    "interference_table": Table("prefill.interference", env="gpu-1x-nvidia-h200",
+        columns=["max_num_batched_tokens", "long_prompt", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "ttft_p99_ms",
+            "output_tok_s", "long_ttft_ms"]),
+    "prefix_cache_chart_cpu": Chart("prefill.prefix_cache", x="prefix_tokens", y="ttft_ms", color="case", kind="bar",
+        env="cpu-2c-x86-64", where={"caching": "on"}, spread=("ttft_ms_min", "ttft_ms_max"),
+        key="prefill.prefix_cache:chart:cpu"),
+}
+
+topic("prefill", facts=FIGURES | {
     "hit_16k": cache("ttft_ms", "on", 16384, "hit"),
     "miss_16k": cache("ttft_ms", "on", 16384, "miss"),
     "hit_vs_miss_16k": Ratio("hit_16k", "<<", "miss_16k"),

@@ -24,7 +24,8 @@ from measure.site.render.vocabulary import Figure, t
 
 class Answers:
     def fact(self, name: str) -> str:
-        """A fact declared once in measure/site/facts/ (``TOPIC.NAME``), rendered as ``value`` or ``compare``."""
+        """A fact declared once in measure/site/facts/ (``TOPIC.NAME``), rendered as ``value``, ``compare``, ``table``,
+        ``chart`` or ``matrix``."""
         found, short, _ = facts.lookup(name)
         return self._fact_html(found, short)
 
@@ -42,6 +43,8 @@ class Answers:
                                 digits=spec.digits, show=spec.show)
         if isinstance(spec, facts.Product):
             return self._product(found, short, spec)
+        if isinstance(spec, facts.Shown):
+            return getattr(self, spec.kind)(spec.dataset, **spec.options_in(self.lang))
         return self.value(spec.dataset, spec.column, key=f"{found.name}.{short}", **spec.options, **spec.where)
 
     def _product(self, found: facts.Topic, short: str, spec: facts.Product) -> str:
