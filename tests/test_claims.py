@@ -278,9 +278,18 @@ def test_figures_measured_on_different_machines_are_not_compared(fixture_root):
 
 
 def test_a_recorded_spread_that_reaches_the_other_figure_counts_as_agreement(fixture_root):
-    r = render(_with_roofline(fixture_root, 16000.0, spread=(11000.0, 14500.0)))  # 16,000 ≤ 14,500 × 1.15
+    r = render(_with_roofline(fixture_root, 14000.0, spread=(11000.0, 14500.0)))  # medians 13 % apart, ranges overlap
     _throughput_at_4(r)
     assert r.claims[-1].status == "measured"
+
+
+def test_overlapping_ranges_with_medians_far_apart_are_too_wide_to_tell(fixture_root):
+    """Ranges that overlap only because the repeats spread widely are no agreement: medians 30 % apart (beyond the
+    quantity's 15 %) render 未确认, and the sentence says the repeats spread too widely to tell."""
+    r = render(_with_roofline(fixture_root, 16000.0, spread=(11000.0, 14500.0)))  # 12,346 ± 15 % reaches 14,500
+    html = _throughput_at_4(r)
+    assert r.claims[-1].status == "unconfirmed" and "Unconfirmed" in html
+    assert "spread too widely to tell" in html.replace("&#x27;", "'")
 
 
 def test_two_recorded_ranges_that_do_not_overlap_disagree_even_when_close(fixture_root):
@@ -631,3 +640,44 @@ def test_the_count_of_saturated_rows_names_the_environments_they_come_from():
     html = ClaimRenderer(make_store(), "en", "method.en.md").table("fidelity_interval.ratio")
     note = html.split('<p class="claim-saturated">')[1].split("</p>")[0]
     assert "gpu-1x-nvidia-h100-80gb-hbm3" in note and "cpu-2c-x86-64" not in note, note
+
+
+def _two_formats(fixture_root, base64: tuple[float, float, float]):
+    """The fixture's throughput table with float (12,346; 11,000–14,500) and base64 rows, each with its range."""
+    from measure.site.scan import make_store
+
+    (fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv").write_text(
+        "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,tokens_per_s_min,tokens_per_s_max,"
+        "latency_ms,repeats,warmup,client_cpu_share\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,4,float,130.0,12345.6,11000.0,14500.0,42.0,3,1,0.2\n"
+        f"tiny-Qwen3-Embedding-0.6B,dummy,4,base64,130.0,{base64[0]},{base64[1]},{base64[2]},40.0,3,1,0.2\n")
+    r = render(make_store(fixture_root))
+    for fmt in ("float", "base64"):
+        r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B", batch_size=4,
+                encoding_format=fmt, digits=0, key=fmt)
+    return r
+
+
+def test_a_difference_inside_the_repeats_is_said_as_no_measurable_difference(fixture_root):
+    """Noise is said as noise: where two figures' recorded ranges overlap, a sentence saying one is larger fails the
+    build (even with show=False), and '~' prints both figures with their ranges, never their ratio."""
+    from measure.schema import SchemaError
+
+    r = _two_formats(fixture_root, (13000.0, 12000.0, 15000.0))  # 5 % above, ranges overlap
+    with pytest.raises(SchemaError, match="no measurable difference.*'~'"):
+        r.compare("base64", ">", "float", show=False)
+    with pytest.raises(SchemaError, match="no measurable difference"):
+        r.compare("base64", "≈", "float")  # a printed ratio would read as a finding
+    html = r.compare("base64", "~", "float")
+    assert "no measurable difference: 13,000\u00a0tok/s (12,000–15,000) against 12,346\u00a0tok/s (11,000–14,500)" in html
+    assert "×" not in html and r.claims[-1].status == "measured"
+    assert r.compare("base64", "≈", "float", show=False) == ""  # a closeness the words state, checked silently
+
+
+def test_no_measurable_difference_fails_once_the_ranges_part(fixture_root):
+    from measure.schema import SchemaError
+
+    r = _two_formats(fixture_root, (20000.0, 19000.0, 21000.0))
+    with pytest.raises(SchemaError, match="do not overlap.*rewrite the sentence"):
+        r.compare("base64", "~", "float")
+    assert "1.62" in r.compare("base64", ">", "float")

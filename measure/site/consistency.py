@@ -40,7 +40,7 @@ class Verdict:
         return max(values) / min(values) - 1 if min(values) > 0 else math.inf
 
     @property
-    def agree(self) -> bool:
+    def overlap(self) -> bool:
         """The ranges overlap: a figure's recorded range (its slowest to fastest repeat) where it has one, else
         the figure ± ``rel_tol``. Two recorded ranges get no tolerance: apart, they differ by more than the
         repeats of either did (a warm-up, another run's conditions), and the reader is told so."""
@@ -50,12 +50,24 @@ class Verdict:
         highs = [r.high if has else r.value * tol for r, has in zip(self.readings, ranged, strict=True)]
         return max(lows) <= min(highs)
 
+    @property
+    def agree(self) -> bool:
+        """The ranges overlap and the medians lie within ``rel_tol`` of each other: overlapping ranges alone may
+        only mean that the repeats spread too widely to tell (``too_wide``)."""
+        return self.overlap and self.spread <= self.quantity.rel_tol
+
+    @property
+    def too_wide(self) -> bool:
+        """The ranges overlap but the medians lie further apart than ``rel_tol``: the repeats cannot tell."""
+        return self.overlap and not self.agree
+
     def describe(self) -> str:
         by = ", ".join(f"{k}={v}" for k, v in zip(self.quantity.by, self.group, strict=True))
         figures = "; ".join(f"{r.dataset} {r.value:,.0f}" + (f" ({r.low:,.0f}–{r.high:,.0f})" if r.low != r.high else "")
                             for r in self.readings)
         return (f"{self.quantity.name} in {self.env} [{by}]: {figures} → {self.spread:.0%} apart, "
-                + ("agree" if self.agree else "DISAGREE: their claims render 未确认"))
+                + ("agree" if self.agree else "TOO WIDE TO TELL: their claims render 未确认" if self.too_wide
+                   else "DISAGREE: their claims render 未确认"))
 
 
 def machine_of(env, dataset: str) -> tuple:

@@ -41,6 +41,9 @@ class RendererBase:
     claims: list[Claim] = field(default_factory=list)
     numbers: dict[str, float | None] = field(default_factory=dict)  # value key → its number, for compare()
     texts: dict[str, str] = field(default_factory=dict)  # value key → the claim in words, for compare()'s own claim
+    # value key → (slowest, fastest repeat, the figure as printed, the range as printed) where its row records them:
+    # compare() tells noise from a difference and prints both figures with their ranges
+    ranges: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
     # One quantity, one story: each figure of ours this renderer printed with the verdict on its quantity (None where
     # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
     figures: list[Figure] = field(default_factory=list)

@@ -55,7 +55,7 @@ class Comparisons:
             + f" {with_unit(format_number(v, self.lang), unit, self.lang)}"
             + (f"{open_}{format_number(lo, self.lang)}–{format_number(hi, self.lang)}{close}" if lo != hi else "")
             for (v, lo, hi), r in distinct.items())
-        text = t("agree" if verdict.agree else "disagree", self.lang).format(
+        text = t("agree" if verdict.agree else "too_wide" if verdict.too_wide else "disagree", self.lang).format(
             count=len(distinct), spread=self._percent(verdict.spread), figures=figures)
         self._record(key=key, kind="agreement", status="measured" if verdict.agree else "unconfirmed",
                      dataset=verdict.readings[0].dataset, detail=text,
@@ -94,7 +94,7 @@ class Comparisons:
         return reasons
 
     def _disagreement(self, verdict) -> str:
-        return t("inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity),
+        return t("too_wide_inconsistent" if verdict.too_wide else "inconsistent", self.lang).format(quantity=self._quantity_words(verdict.quantity),
                                                    figures=self._readings(verdict, self._quantity_unit(verdict.quantity)),
                                                    spread=self._percent(verdict.spread))
 
@@ -171,13 +171,47 @@ class Comparisons:
             raise SchemaError(f"{self.page}: compare({left!r}, {relation!r}, {right!r}): {right} is 0")
         ratio = a / b
         holds, meaning = RELATIONS[relation]
+        noise = self._within_noise(left, right)
+        if relation == "~" and not noise:
+            raise SchemaError(f"{self.page}: compare({left!r}, '~', {right!r}) says there is no measurable difference, "
+                              "but " + ("one of them records no range of repeats; say how close they are with '≈'"
+                                        if left not in self.ranges or right not in self.ranges else
+                                        f"their repeats do not overlap ({self._range_words(left)} against "
+                                        f"{self._range_words(right)}): the data show a difference; rewrite the sentence"))
+        if noise and relation != "~" and (show or relation not in ("≈", "≤", "≥")):
+            raise SchemaError(f"{self.page}: the text says {left} ({a:g}) is {meaning} {right} ({b:g}), but their repeats "
+                              f"overlap ({self._range_words(left)} against {self._range_words(right)}): no measurable "
+                              f"difference. Say so: compare({left!r}, '~', {right!r}) prints both figures with their ranges")
         if not holds(ratio):
             raise SchemaError(f"{self.page}: the text says {left} ({a:g}) is {meaning} {right} ({b:g}), but the ratio is"
                               f" {ratio:.3g}; rewrite the sentence or re-check the data")
         self._record(key=key, kind="compare", status="measured", detail=f"{ratio:.3g}", text=words)
         if not show:
             return ""
+        if relation == "~":
+            return self._no_difference(left, right)
         ratio_of = f"{self.texts.get(left, left)} / {self.texts.get(right, right)}"
         return (f'<span class="claim-value claim-compare claim-number" title="{title_attr_value(ratio_of)}">'
                 f"{html.escape(with_unit(format_number(ratio, self.lang, digits), '×', self.lang))}</span>")
 
+
+    def _within_noise(self, left: str, right: str) -> bool | None:
+        """Whether two values' recorded ranges (slowest to fastest repeat) overlap: then their difference is inside
+        the rounds' own spread. None where either records no range."""
+        if left not in self.ranges or right not in self.ranges:
+            return None
+        (a_low, a_high, *_), (b_low, b_high, *_) = self.ranges[left], self.ranges[right]
+        return max(a_low, b_low) <= min(a_high, b_high)
+
+    def _range_words(self, key: str) -> str:
+        low, high, *_ = self.ranges[key]
+        return f"{key} {low:g}–{high:g}"
+
+    def _no_difference(self, left: str, right: str) -> str:
+        """'no measurable difference: 7.0 ms (5.86–7.11) against 5.01 ms (4.73–11.9)': both figures as the page
+        printed them, with their ranges; never their ratio."""
+        (*_, left_shown, left_range), (*_, right_shown, right_range) = self.ranges[left], self.ranges[right]
+        text = t("no_difference", self.lang).format(left=left_shown, right=right_shown, left_range=left_range,
+                                                    right_range=right_range)
+        words = f"{self.texts.get(left, left)} ~ {self.texts.get(right, right)}"
+        return f'<span class="claim-compare claim-no-difference" title="{title_attr_value(words)}">{html.escape(text)}</span>'

@@ -98,6 +98,10 @@ class Values:
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
             spread = self._range_text(schema, rows.iloc[0], column, scale, digits)
+            if numeric and spread:
+                low, high = (float(rows.iloc[0][f"{column}_{end}"]) * scale for end in ("min", "max"))
+                printed = f"{format_number(low, self.lang, digits)}–{format_number(high, self.lang, digits)}"
+                self.ranges[claim_key] = (low, high, text, printed)
             if show_range and not spread:
                 raise UnknownName(f"{self.page}: show_range=True but {dataset} records no range of {column} in "
                                   f"{candidate.name} ({column}_min/_max)")

@@ -62,12 +62,30 @@ TEXT = {
         "en": "the same quantity ({quantity}) measured by several datasets of this environment: {figures}, {spread} "
               "apart, beyond their recorded spread: which one holds for your deployment is not known",
     },
+    "too_wide_inconsistent": {
+        "zh": "同一个量（{quantity}）在本环境的几个数据集中测得 {figures}，范围虽然重叠，中位数却相差 {spread}：各次重复分散得太开，"
+              "分不出哪一个代表你的部署",
+        "en": "the same quantity ({quantity}) measured by several datasets of this environment: {figures}; their ranges "
+              "overlap, but the medians lie {spread} apart: the repeats spread too widely to tell which holds for your "
+              "deployment",
+    },
     "range": {"zh": "{n} 次测量，范围 {low}–{high}", "en": "{n} repeats, {low}–{high}"},
+    "no_difference": {
+        "zh": "没有可测出的差别：{left}（{left_range}）对 {right}（{right_range}），两者记录的范围相互重叠",
+        "en": "no measurable difference: {left} ({left_range}) against {right} ({right_range}); their recorded ranges overlap",
+    },
     # the figure is a median over single timed requests (no repeats or rounds column): say so
     "range_requests": {"zh": "{n} 个请求，范围 {low}–{high}", "en": "{n} requests, {low}–{high}"},
     "agree": {
-        "zh": "这 {count} 次测量记录的范围相互重叠，彼此一致：{figures}",
-        "en": "the ranges these {count} measurements recorded overlap, so they agree: {figures}",
+        "zh": "这 {count} 次测量记录的范围相互重叠，中位数也在容差之内，彼此一致：{figures}",
+        "en": "the ranges these {count} measurements recorded overlap and their medians lie within the tolerance, so "
+              "they agree: {figures}",
+    },
+    "too_wide": {
+        "zh": "这 {count} 次测量的范围相互重叠，但中位数相差 {spread}，超出容差：各次重复分散得太开，分不出它们是否一致，"
+              "因此都标为未确认：{figures}",
+        "en": "the ranges of these {count} measurements overlap, but their medians lie {spread} apart, beyond the "
+              "tolerance: the repeats spread too widely to tell whether they agree, so each is marked unconfirmed: {figures}",
     },
     "disagree": {
         "zh": "这 {count} 次测量彼此不一致，最大的比最小的高 {spread}，超出了各自记录的范围（没有记录范围的，"
@@ -124,6 +142,9 @@ RELATIONS = {
     "<<": (lambda r: r <= 2 / 3, "a third or more below"),
     ">>": (lambda r: r >= 1.5, "half again or more above"),
     "≈": (lambda r: abs(r - 1) <= 0.1, "within 10 % of"),
+    # no measurable difference: the two figures' recorded ranges overlap (compare() checks the ranges, not the ratio;
+    # it prints both figures with their ranges, never the ratio)
+    "~": (lambda r: True, "not measurably different from"),
 }
 
 
