@@ -25,7 +25,7 @@ from measure.site.render.formatting import (
     title_attr_value,
     units_kept,
 )
-from measure.site.render.vocabulary import TEXT, Claim, EmptySelection, Figure, t
+from measure.site.render.vocabulary import SOURCE_MARK, TEXT, Claim, EmptySelection, Figure, t
 from measure.store import Environment, Store, select
 
 
@@ -108,13 +108,27 @@ class RendererBase:
         colon, comma = ("：", "，") if self.lang == "zh" else (": ", ", ")
         return f"{t('conditions', self.lang)}{colon}" + comma.join(shown) if shown else ""
 
-    def _source_link(self, env: Environment, dataset: str, setting: bool = False) -> str:
-        """The link to the data file; ``setting``: beside a value the run was set to, which once_per_source passes
-        over for a measured figure of the same file."""
+    def _source_link(self, env: Environment, dataset: str, setting: bool = False, named: bool = False) -> str:
+        """The link to the data file, its provenance (hardware, versions, revision, date) on hover: after a figure
+        in prose a small mark (SOURCE_MARK), in a table's source column or below a chart the source's short name
+        (``named``: H200, CPU, the article). ``setting``: beside a value the run was set to, which once_per_source
+        passes over for a measured figure of the same file."""
         href = f"{self.data_url}{env.name}/{dataset}.csv"
-        label = env.name
-        css = "claim-src" + (f" {SETTING_SOURCE}" if setting else "")
-        return f'<a class="{css}" href="{html.escape(href)}" title="{title_attr_value(self.provenance_text(env, dataset))}">[{html.escape(label)}]</a>'
+        name = self._source_name(env)
+        css = "claim-src" + (" claim-src-named" if named else "") + (f" {SETTING_SOURCE}" if setting else "")
+        label = html.escape(name) if named else SOURCE_MARK
+        aria = "" if named else f' aria-label="{html.escape(t("source", self.lang))}: {html.escape(name)}"'
+        return (f'<a class="{css}" href="{html.escape(href)}"{aria} '
+                f'title="{title_attr_value(self.provenance_text(env, dataset))}">{label}</a>')
+
+    def _source_name(self, env: Environment) -> str:
+        """A source as a reader tells sources apart: the GPU card (without the vendor's name), the CPU stand-in, or a
+        cited source's label."""
+        if env.cited:
+            return t("cited_source", self.lang)
+        if cards.is_card(env):
+            return cards.card_name(env).removeprefix("NVIDIA ")
+        return t("cpu_stand_in", self.lang)
 
     def _select(self, env: Environment, schema: DatasetSchema, where: dict) -> pd.DataFrame:
         """``select`` on ``env``'s rows, remembered on the store: each page's selections recur in both languages and in

@@ -78,7 +78,7 @@ class Charts:
         """One figure per question: a table or chart no question and no paragraph needs, folded behind "全部数据 /
         All data" (its title and CSV links stay in view); nothing is dropped, and its claims count as before."""
         title = self.store.schema(dataset).title.get(self.lang) or dataset
-        links = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        links = " ".join(self._source_link(e, dataset, named=True) for e, _ in frames)
         colon = "：" if self.lang == "zh" else ": "
         return (f'<details class="claim-all-data"><summary>{t("all_data", self.lang)}{colon}{html.escape(title)} '
                 f'<span class="claim-all-data-csv">{t("data_file", self.lang)} {links}</span></summary>{body}</details>')
@@ -152,7 +152,7 @@ class Charts:
         }
         # No "<" at all inside the <script>: neither "</script>" nor "<!--" can end or swallow it.
         payload = json.dumps(figure, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
-        sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        sources = " ".join(self._source_link(e, dataset, named=True) for e, _ in frames)
         colon = "：" if self.lang == "zh" else ": "
         # the title is the page's text, not Plotly's: it wraps on a phone, where Plotly cut a long one at both ends
         return (

@@ -106,7 +106,7 @@ class Tables:
                 else _td(self._cell(cell, lookup[(label, v)], None), verbatim=True)  # outcomes quote the server
                 for v in heads)
             body.append(f"<tr><th>{html.escape(str(value_label(label, self.lang)))}</th>{cells}</tr>")
-        sources = " ".join(self._source_link(e, dataset) for e, _ in frames)
+        sources = " ".join(self._source_link(e, dataset, named=True) for e, _ in frames)
         out = (f'<div class="claim-table claim-matrix"><table><thead><tr><th>{html.escape(column_label(rows, self.lang))}'
                f"</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
                f'<p class="claim-sources">{t("source", self.lang)}: {sources}</p>')
@@ -157,7 +157,7 @@ class Tables:
             for c in cols
         )
         body, flagged = [], 0
-        sources = {e.name: self._source_link(e, schema.name) + (self.badge("cited") if e.cited else "") for e, _ in frames}
+        sources = {e.name: self._source_link(e, schema.name, named=True) + (self.badge("cited") if e.cited else "") for e, _ in frames}
         for env_obj, row in records:
             src = sources[env_obj.name]
             row_class = "claim-cited-row" if env_obj.cited else "claim-measured-row"

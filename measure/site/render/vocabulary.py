@@ -33,6 +33,8 @@ TEXT = {
     "conditions": {"zh": "条件", "en": "conditions"},
     "measured": {"zh": "实测", "en": "measured"},
     "source": {"zh": "来源", "en": "Source"},
+    "cpu_stand_in": {"zh": "CPU 替身", "en": "CPU stand-in"},
+    "cited_source": {"zh": "原文", "en": "article"},
     "every_series": {"zh": "各系列相同", "en": "Every series"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
     "log_scale": {"zh": "（对数刻度）", "en": " (log scale)"},
@@ -134,6 +136,8 @@ STATUSES = ("measured", "cited", "not_measured", "unconfirmed")
 # "smaller"/"larger" in prose needs a visible gap: two figures within TIE_MARGIN of each other are a tie (≈), and
 # "lowest"/"highest" claims that allow a tie use ≤/≥.
 TIE_MARGIN = 0.02
+# After a figure in prose: the link to its data, its provenance on hover (a machine id in the text read as noise)
+SOURCE_MARK = "ⓘ"
 RELATIONS = {
     "<": (lambda r: r < 1 - TIE_MARGIN, f"smaller (by more than {TIE_MARGIN:.0%}) than"),
     ">": (lambda r: r > 1 + TIE_MARGIN, f"larger (by more than {TIE_MARGIN:.0%}) than"),
