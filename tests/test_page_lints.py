@@ -96,3 +96,24 @@ def test_no_page_declares_its_own_tables_and_charts():
     pages = sorted((REPO / "docs").glob("*.md"))
     offenders = [p.name for p in pages if re.search(r"\{\{\s*(table|chart|matrix)\(", p.read_text())]
     assert pages and not offenders, f"pages calling table()/chart()/matrix() instead of fact(): {offenders}"
+
+
+def test_open_claims_are_grouped_by_cause_and_said_once():
+    """The open-claims page lists a cause once: a dataset's 未实测 figures, on whatever pages, are one line, as are
+    the 未确认 figures sharing a reason; a comparison of figures not measured adds no line of its own; topic pages
+    come before the home page and the FAQ."""
+    from measure.site.claims import Claim
+    from measure.site.macros import claim_groups
+
+    claims = [
+        Claim("faq.en.md", "a", "value", "not_measured", dataset="api_servers.load"),
+        Claim("capacity.en.md", "a", "value", "not_measured", dataset="api_servers.load"),
+        Claim("capacity.en.md", "b", "value", "not_measured", dataset="api_servers.load"),
+        Claim("capacity.en.md", "compare:a>b", "compare", "not_measured", detail="a > b"),
+        Claim("capacity.en.md", "c", "value", "unconfirmed", dataset="capacity.knee", detail="spread too wide"),
+        Claim("method.en.md", "d", "value", "unconfirmed", dataset="fidelity.comparison", detail="spread too wide"),
+        Claim("method.en.md", "e", "value", "unconfirmed", dataset="fidelity.comparison", detail="another reason"),
+    ]
+    groups = claim_groups(claims)
+    assert [[c.key for c in g] for g in groups] == [["a", "b", "a"], ["c", "d"], ["e"]]
+    assert [c.page for c in groups[0]] == ["capacity.en.md", "capacity.en.md", "faq.en.md"]

@@ -15,8 +15,10 @@ from measure.site.facts import topics
 from measure.site.scan import data_url_for, open_claims, page_base, page_lang, scan_pages, site_store
 
 STATUS_TEXT = {
-    "zh": {"page": "页面", "claim": "声明", "status": "状态", "detail": "说明", "none": "没有待实测或待确认的声明。"},
-    "en": {"page": "Page", "claim": "Claim", "status": "Status", "detail": "Note", "none": "No open claims."},
+    "zh": {"page": "页面", "claim": "声明", "status": "状态", "detail": "说明", "none": "没有待实测或待确认的声明。",
+           "figures": "（{n} 个数字）"},
+    "en": {"page": "Page", "claim": "Claim", "status": "Status", "detail": "Note", "none": "No open claims.",
+           "figures": "({n} figures)"},
 }
 PENDING_TEXT = {
     "zh": "实验 {} 目前只声明了数据集，运行部分尚待完成。",
@@ -72,7 +74,9 @@ def define_env(env):
 
     @stashed
     def claims_status() -> str:
-        """Every 未实测 / 未确认 claim of this language's pages, with the page it is on."""
+        """Every 未实测 / 未确认 claim of this language's pages, grouped by cause: one line per page and dataset (or
+        per page and reason), with how many figures it covers; a comparison of figures not measured is left out,
+        since the figures' own line says it."""
         lang = page_lang(env.page.file.src_uri)
         words = STATUS_TEXT[lang]
         rows = [c for c in open_claims(scan_pages(store=store)) if page_lang(c.page) == lang]
@@ -80,15 +84,22 @@ def define_env(env):
         if not rows:
             return f"<p>{words['none']}</p>"
         body = []
-        for c in rows:
-            target = page_base(c.page)
-            href = data_url_for(env.page.url, lang)[: -len("data/")] + ("" if target == "index" else target + "/")
-            said = claim_words(c, store, lang)
+        root = data_url_for(env.page.url, lang)[: -len("data/")]
+        for group in claim_groups(rows):
+            first = group[0]
+            links = "、" if lang == "zh" else ", "
+            pages = links.join(
+                f'<a href="{html.escape(root + ("" if page_base(page) == "index" else page_base(page) + "/"))}">'
+                f"{html.escape(page_title(docs_dir, page))}</a>" for page in dict.fromkeys(c.page for c in group))
+            said = group_words(first, store, lang)
+            figures = len({c.key for c in group})
+            count = f' <span class="claim-count">{words["figures"].format(n=figures)}</span>' if figures > 1 else ""
+            keys = " ".join(dict.fromkeys(c.key for c in group))
             body.append(
-                f'<tr><td><a href="{html.escape(href)}">{html.escape(page_title(docs_dir, c.page))}</a></td>'
-                f'<td data-claim="{html.escape(c.key)}">{marked_names(said, c.names)}</td>'
-                f'<td><span class="claim-badge claim-{c.status.replace("_", "-")}">{TEXT[c.status][lang]}</span></td>'
-                f"<td>{html.escape(c.detail if c.detail != said else '')}</td></tr>"
+                f"<tr><td>{pages}</td>"
+                f'<td data-claim="{html.escape(keys)}">{marked_names(said, first.names)}{count}</td>'
+                f'<td><span class="claim-badge claim-{first.status.replace("_", "-")}">{TEXT[first.status][lang]}</span></td>'
+                f"<td>{html.escape(first.detail if first.detail != said and first.status == 'unconfirmed' else '')}</td></tr>"
             )
         head = "".join(f"<th>{words[k]}</th>" for k in ("page", "claim", "status", "detail"))
         return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
@@ -118,6 +129,28 @@ def marked_names(text: str, names: tuple[str, ...]) -> str:
         escaped = html.escape(name)
         out = out.replace(escaped, f'<span translate="no">{escaped}</span>')
     return out
+
+
+def claim_groups(claims) -> list[list]:
+    """Open claims by cause, said once: the 未实测 figures of one dataset form one group, and the 未确认 figures that
+    share a reason form one, whichever pages cite them (topic pages first, the home page and the FAQ after); a
+    comparison whose figures are not measured adds nothing."""
+    summaries = ("index", "faq")
+    ordered = sorted(claims, key=lambda c: page_base(c.page) in summaries)  # stable: page order otherwise
+    groups: dict[tuple, list] = {}
+    for c in ordered:
+        if c.kind == "compare" and c.status == "not_measured":
+            continue
+        cause = c.dataset or c.text or c.key if c.status == "not_measured" else c.detail or c.key
+        groups.setdefault((c.status, cause), []).append(c)
+    return list(groups.values())
+
+
+def group_words(claim, store, lang: str) -> str:
+    """What a group of open claims is about: the dataset's title where the group is one dataset's figures."""
+    if claim.dataset and claim.status == "not_measured":
+        return store.schema(claim.dataset).title.get(lang) or claim.dataset
+    return claim_words(claim, store, lang)
 
 
 def claim_words(claim, store, lang: str) -> str:
