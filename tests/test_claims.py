@@ -681,3 +681,27 @@ def test_no_measurable_difference_fails_once_the_ranges_part(fixture_root):
     with pytest.raises(SchemaError, match="do not overlap.*rewrite the sentence"):
         r.compare("base64", "~", "float")
     assert "1.62" in r.compare("base64", ">", "float")
+
+
+def test_a_comparison_varies_one_condition_unless_it_declares_more(fixture_root):
+    """Like with like: rows differing in batch size and format at once fail the build, naming both conditions;
+    varies= declares them (the sentence says them), and a declared condition the rows share fails too."""
+    from measure.schema import SchemaError
+    from measure.site.scan import make_store
+
+    (fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv").write_text(
+        "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,tokens_per_s_min,tokens_per_s_max,"
+        "latency_ms,repeats,warmup,client_cpu_share\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,4,float,130.0,12345.6,,,42.0,3,1,0.2\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,8,float,130.0,20000.0,,,40.0,3,1,0.2\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,8,base64,130.0,40000.0,,,40.0,3,1,0.2\n")
+    r = render(make_store(fixture_root))
+    for key, batch, fmt in (("float4", 4, "float"), ("float8", 8, "float"), ("base64_8", 8, "base64")):
+        r.value("pooling.embedding_throughput", "tokens_per_s", model="tiny-Qwen3-Embedding-0.6B", batch_size=batch,
+                encoding_format=fmt, key=key)
+    assert "1.62" in r.compare("float8", ">", "float4")  # batch size alone
+    with pytest.raises(SchemaError, match=r"differ in 2 conditions \(batch_size: 8 against 4; encoding_format"):
+        r.compare("base64_8", ">", "float4")
+    assert "3.24" in r.compare("base64_8", ">", "float4", varies=("batch_size", "encoding_format"))
+    with pytest.raises(SchemaError, match="same model: drop it"):
+        r.compare("float8", ">", "float4", varies=("batch_size", "model"))

@@ -41,6 +41,8 @@ class Ratio:
     right: str
     digits: int = 2
     show: bool = True  # False: the relation is checked, nothing is printed (a sentence states it in words)
+    # the conditions the two rows differ in where that is more than one (the sentence says them): see compare()
+    varies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ class Answers:
                 if f"{found.name}.{side}" not in self.numbers:
                     self._fact_html(found, side)
             return self.compare(f"{found.name}.{spec.left}", spec.relation, f"{found.name}.{spec.right}",
-                                digits=spec.digits, show=spec.show)
+                                digits=spec.digits, show=spec.show, varies=spec.varies)
         if isinstance(spec, facts.Product):
             return self._product(found, short, spec)
         if isinstance(spec, facts.Shown):

@@ -44,6 +44,9 @@ class RendererBase:
     # value key → (slowest, fastest repeat, the figure as printed, the range as printed) where its row records them:
     # compare() tells noise from a difference and prints both figures with their ranges
     ranges: dict[str, tuple[float, float, str, str]] = field(default_factory=dict)
+    # value key → the recorded conditions of its row (the dataset's key columns, and the environment): compare()
+    # sets like against like
+    conditions: dict[str, dict] = field(default_factory=dict)
     # One quantity, one story: each figure of ours this renderer printed with the verdict on its quantity (None where
     # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
     figures: list[Figure] = field(default_factory=list)

@@ -148,11 +148,14 @@ class Comparisons:
     def _figure_env(self, key: str) -> str | None:
         return next((f.env for f in reversed(self.figures) if f.key == key), None)
 
-    def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True) -> str:
+    def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True,
+                varies: tuple[str, ...] = ()) -> str:
         """The ratio of two values named earlier on the page (their ``key=``), checked against what the sentence
         says of them: ``<``/``>`` (smaller/larger by more than TIE_MARGIN), ``≤``/``≥`` (ties allowed: an ordering
         such as "the lowest"), ``<<``/``>>`` (by a third or more / half or more), ``≈`` (within 10 %). A sentence
-        the data stop supporting fails the build; ``show=False`` checks without printing."""
+        the data stop supporting fails the build; ``show=False`` checks without printing. Like with like: the two
+        rows may differ in one recorded condition (a key column, the environment), or in those ``varies`` declares
+        (the sentence must say them)."""
         if relation not in RELATIONS:
             raise UnknownName(f"{self.page}: compare relation {relation!r}; use one of {', '.join(RELATIONS)}")
         for name in (left, right):
@@ -161,6 +164,7 @@ class Comparisons:
                                   " earlier on this page (give the value key=...)")
         cards.check_same_card(self.store, f"{self.page}: compare({left!r}, {relation!r}, {right!r})",
                               self._figure_env(left), self._figure_env(right))
+        self._check_like_with_like(left, relation, right, varies)
         a, b = self.numbers[left], self.numbers[right]
         key = f"compare:{left}{relation}{right}"
         words = f"{self.texts.get(left, left)} {relation} {self.texts.get(right, right)}"
@@ -194,6 +198,26 @@ class Comparisons:
         return (f'<span class="claim-value claim-compare claim-number" title="{title_attr_value(ratio_of)}">'
                 f"{html.escape(with_unit(format_number(ratio, self.lang, digits), '×', self.lang))}</span>")
 
+
+    def _check_like_with_like(self, left: str, relation: str, right: str, varies: tuple[str, ...]) -> None:
+        """A comparison varies one condition: fail, naming both rows' conditions, where the two figures' rows differ
+        in more recorded conditions (their shared key columns and the environment) than one, or than ``varies``."""
+        a, b = self.conditions.get(left), self.conditions.get(right)
+        if a is None or b is None:
+            return
+        differ = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+        allowed = set(varies) if varies else set(differ[:1])
+        extra = [k for k in differ if k not in allowed]
+        if extra:
+            shown = "; ".join(f"{k}: {a[k]!r} against {b[k]!r}" for k in differ)
+            raise SchemaError(
+                f"{self.page}: compare({left!r}, {relation!r}, {right!r}) sets rows against each other that differ in "
+                f"{len(differ)} conditions ({shown}): a comparison varies one. Compare rows that differ in one, or "
+                f"declare the others with varies=({', '.join(repr(k) for k in differ)}) and say them in the sentence")
+        unknown = sorted(set(varies) - set(differ))
+        if unknown:
+            raise SchemaError(f"{self.page}: compare({left!r}, {relation!r}, {right!r}) declares varies={unknown}, "
+                              f"but both rows have the same {', '.join(unknown)}: drop it")
 
     def _within_noise(self, left: str, right: str) -> bool | None:
         """Whether two values' recorded ranges (slowest to fastest repeat) overlap: then their difference is inside

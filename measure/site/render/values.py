@@ -98,6 +98,8 @@ class Values:
             cited_mark = f"{self.badge('cited')}" if candidate.cited else ""
             guard = self.badge("unconfirmed", reason) if saturated else ""
             spread = self._range_text(schema, rows.iloc[0], column, scale, digits)
+            self.conditions[claim_key] = {"environment": candidate.name} | {
+                name: _plain(rows.iloc[0][name]) for name in schema.key if name in rows.columns}
             if numeric and spread:
                 low, high = (float(rows.iloc[0][f"{column}_{end}"]) * scale for end in ("min", "max"))
                 printed = f"{format_number(low, self.lang, digits)}–{format_number(high, self.lang, digits)}"
@@ -136,3 +138,8 @@ class Values:
             n=format_number(counted[1], self.lang, 0) if counted[1] is not None else "?",
             low=format_number(low * scale, self.lang, digits), high=format_number(high * scale, self.lang, digits))
 
+
+
+def _plain(value):
+    """A row's cell as a plain Python value (numpy's scalars compare and print as their Python twins)."""
+    return value.item() if hasattr(value, "item") else value
