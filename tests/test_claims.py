@@ -177,11 +177,14 @@ def test_compare_renders_the_ratio_of_two_named_values_and_fails_when_the_senten
     r.value("pooling.embedding_throughput", "tokens_per_s", source="cited", batch_size=64, key="article")
     ours, article = r.numbers["ours"], r.numbers["article"]
     assert ours < article  # the fixture's premise: ours (12,346) below the article's (21,900)
-    html = r.compare("ours", "<", "article")
+    with pytest.raises(SchemaError, match="differ in 4 conditions"):  # the article's batch of 64, its laptop, …
+        r.compare("ours", "<", "article")
+    unlike = {"varies": ("batch_size", "encoding_format", "environment", "model")}  # said in the sentence
+    html = r.compare("ours", "<", "article", **unlike)
     assert f"{ours / article:.2f}\u00a0倍" in html and r.claims[-1].status == "measured"
-    assert r.compare("ours", "<", "article", show=False) == ""
+    assert r.compare("ours", "<", "article", show=False, **unlike) == ""
     with pytest.raises(SchemaError, match="ours .* is larger .*than article"):
-        r.compare("ours", ">", "article")
+        r.compare("ours", ">", "article", **unlike)
     with pytest.raises(UnknownName, match="no number named 'nope'"):
         r.compare("ours", "<", "nope")
     with pytest.raises(UnknownName, match="relation"):
