@@ -68,6 +68,12 @@ def cmd_claims(args) -> int:
     for c in rows:
         print(f"{c.page:{width}}  {c.status:13}  {c.key}  {c.detail}")
     print(f"{len(claims)} claims, {len(open_claims(claims))} open (未实测/未确认)")
+    # effects the data show that no sentence or chart of their page says: listed on the page, under 数据中还有
+    effects = [c for c in claims if c.kind == "effect" and c.page.endswith(".en.md")]
+    for c in effects:
+        print(f"{c.page:{width}}  also in data   {c.key.removeprefix('also:')}  {c.detail}×")
+    print(f"{len(effects)} effects of ≥ 2× in the answer card's data that their page lists under 'Also in the data' "
+          "instead of saying them")
     findings = lint_docs(DOCS_DIR, claims, store.schemas)
     for finding in findings:
         print(f"lint: {finding}", file=sys.stderr)

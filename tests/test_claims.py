@@ -708,3 +708,24 @@ def test_a_comparison_varies_one_condition_unless_it_declares_more(fixture_root)
     assert "3.24" in r.compare("base64_8", ">", "float4", varies=("batch_size", "encoding_format"))
     with pytest.raises(SchemaError, match="same model: drop it"):
         r.compare("float8", ">", "float4", varies=("batch_size", "model"))
+
+
+def test_effects_are_pairs_differing_in_one_condition_by_twice_beyond_their_repeats(fixture_root):
+    """findings.effects: batch 4 → 8 doubles beyond the repeats (an effect); float → base64 at batch 8 is 2.2× by
+    the medians but the repeats reach within 2× (none); batch 4 float → batch 8 base64 differs in two conditions."""
+    from measure.site import findings
+    from measure.site.scan import make_store
+
+    (fixture_root / "fixture-cpu" / "pooling.embedding_throughput.csv").write_text(
+        "model,weights,batch_size,encoding_format,tokens_per_input,tokens_per_s,tokens_per_s_min,tokens_per_s_max,"
+        "latency_ms,repeats,warmup,client_cpu_share\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,4,float,130.0,10000.0,9500.0,10500.0,42.0,3,1,0.2\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,8,float,130.0,25000.0,24000.0,26000.0,42.0,3,1,0.2\n"
+        "tiny-Qwen3-Embedding-0.6B,dummy,8,base64,130.0,55000.0,40000.0,60000.0,42.0,3,1,0.2\n")
+    store = make_store(fixture_root)
+    found = {(e.column, e.condition): e for e in findings.effects(store, store.env("fixture-cpu"),
+                                                                  "pooling.embedding_throughput")}
+    assert set(found) == {("tokens_per_s", "batch_size")}
+    pair = found["tokens_per_s", "batch_size"].strongest
+    assert (pair.low_row["batch_size"], pair.high_row["batch_size"]) == (4, 8)
+    assert pair.ratio == 2.5 and round(pair.beyond_spread, 3) == round(24000 / 10500, 3)

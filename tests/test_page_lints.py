@@ -117,3 +117,17 @@ def test_open_claims_are_grouped_by_cause_and_said_once():
     groups = claim_groups(claims)
     assert [[c.key for c in g] for g in groups] == [["a", "b", "a"], ["c", "d"], ["e"]]
     assert [c.page for c in groups[0]] == ["capacity.en.md", "capacity.en.md", "faq.en.md"]
+
+
+def test_every_page_that_shows_data_lists_what_its_text_leaves_unsaid():
+    """Each topic page showing a table or chart ends with also_in_data(): the effects of ≥ 2× (beyond the spread of
+    repeats) that neither its text nor a chart says are listed there, so none goes unmentioned."""
+    from conftest import REPO
+
+    from measure.site.facts import Shown, topics
+
+    for name, found in topics().items():
+        if not found.has_page or not any(isinstance(f, Shown) for f in found.facts.values()):
+            continue
+        for lang in ("zh", "en"):
+            assert "{{ also_in_data() }}" in (REPO / "docs" / f"{name}.{lang}.md").read_text(), (name, lang)

@@ -11,13 +11,14 @@ A name that nothing declares (dataset, column, selector column) raises :class:`U
 typo fails the build instead of quietly turning into "not measured".
 
 Each concern lives in a room of its own under ``measure/site/render/`` (vocabulary, formatting, the shared base,
-values, comparisons, tables, charts, answers); this module binds them into the renderer the macros call.
+values, comparisons, tables, charts, answers, also-in-the-data); this module binds them into the renderer the macros call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from measure.site.render.also import AlsoInData
 from measure.site.render.answers import Answers
 from measure.site.render.base import RendererBase
 from measure.site.render.charts import Charts
@@ -42,7 +43,7 @@ from measure.site.render.vocabulary import LANGS, TEXT, TIE_MARGIN, Claim, Empty
 
 
 @dataclass
-class ClaimRenderer(Values, Comparisons, Tables, Charts, Answers, RendererBase):
+class ClaimRenderer(Values, Comparisons, Tables, Charts, Answers, AlsoInData, RendererBase):
     """Renders claims for one page in one language and records each claim it renders."""
 
     def macros(self) -> dict:
@@ -51,4 +52,4 @@ class ClaimRenderer(Values, Comparisons, Tables, Charts, Answers, RendererBase):
 
 # The claim macros pages may call (the site's and the page scanner's alike); anything else fails the build.
 MACROS = ("value", "table", "chart", "matrix", "unconfirmed", "not_measured", "compare", "agreement", "fact", "answers",
-          "site_answers", "faq", "gpu_runs")
+          "site_answers", "faq", "gpu_runs", "also_in_data")

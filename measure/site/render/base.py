@@ -47,6 +47,11 @@ class RendererBase:
     # value key → the recorded conditions of its row (the dataset's key columns, and the environment): compare()
     # sets like against like
     conditions: dict[str, dict] = field(default_factory=dict)
+    # what this page shows and says, for also_in_data(): each (dataset, environments) a table or chart showed, each
+    # (dataset, x, y) a chart drew, each (dataset, figure, condition) a comparison set two rows apart in
+    shown: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    charted: set[tuple[str, str, str]] = field(default_factory=set)
+    compared_effects: set[tuple[str, str, str]] = field(default_factory=set)
     # One quantity, one story: each figure of ours this renderer printed with the verdict on its quantity (None where
     # no quantity of measure/quantities.py holds it), and each verdict an agreement() sentence printed.
     figures: list[Figure] = field(default_factory=list)

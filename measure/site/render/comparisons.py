@@ -206,6 +206,10 @@ class Comparisons:
         if a is None or b is None:
             return
         differ = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+        sides = [next((f for f in reversed(self.figures) if f.key == k), None) for k in (left, right)]
+        if len(differ) == 1 and all(sides) and sides[0].dataset == sides[1].dataset \
+                and sides[0].column == sides[1].column:  # a sentence that says this effect (also_in_data)
+            self.compared_effects.add((sides[0].dataset, sides[0].column, differ[0]))
         allowed = set(varies) if varies else set(differ[:1])
         extra = [k for k in differ if k not in allowed]
         if extra:

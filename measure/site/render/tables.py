@@ -55,6 +55,7 @@ class Tables:
                      detail=", ".join(e.name for e, _ in frames))
         if not frames:
             return self._missing_figure(dataset, env)
+        self.shown.append((dataset, tuple(e.name for e, _ in frames)))
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share a table
         html_table, flagged = "", 0
         for stand_in, group in groups:

@@ -34,6 +34,17 @@ TEXT = {
     "measured": {"zh": "实测", "en": "measured"},
     "source": {"zh": "来源", "en": "Source"},
     "cpu_stand_in": {"zh": "CPU 替身", "en": "CPU stand-in"},
+    "also_in_data": {"zh": "数据中还有", "en": "Also in the data"},
+    "also_in_data_lead": {
+        "zh": "本页数据里还有这些差别：同一数据集中只差一个条件的两行，数字相差两倍以上，且超出各自重复测量的范围；"
+              "正文和图表都没有专门讲它们。每行给出差别最大的一对，悬停可见其余条件。",
+        "en": "The data on this page also hold these differences: two rows of one dataset that differ in one condition, "
+              "their figures twice or more apart beyond the range of their repeats; neither the text nor a chart "
+              "takes them up. Each line gives the pair that differs most; hover for the conditions held the same.",
+    },
+    "also_ratio": {"zh": "（{ratio} 倍{more}）", "en": " ({ratio}×{more})"},
+    "also_more_pairs": {"zh": "；另有 {n} 对", "en": "; {n} more pairs"},
+    "also_one_more_pair": {"zh": "；另有 {n} 对", "en": "; {n} more pair"},
     "cited_source": {"zh": "原文", "en": "article"},
     "every_series": {"zh": "各系列相同", "en": "Every series"},
     "ours_missing": {"zh": "本站尚无自己的测量数据", "en": "we have no measurement of our own yet"},
