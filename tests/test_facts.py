@@ -87,7 +87,10 @@ def test_an_answer_measured_in_part_keeps_its_sentence_and_says_what_is_missing(
     html, _ = render(make_store(), "en", lambda r: r.answers("capacity"))
     first = re.sub(r'title="[^"]*"', "", html.split("<dd>")[1].split("</dd>")[0])
     words = re.sub(r"<[^>]+>", "", first)
-    assert "On the H200 with one request at a time, Qwen3-0.6B took" in words and "Qwen3-8B reads" not in words
+    assert words.startswith("Not the memory bandwidth: on the H200, Qwen3-0.6B took") and "Qwen3-8B reads" not in words
+    # the figure and what to do with it first; the conditions on their own line; the reasons folded
+    assert '<span class="answer-conditions">One request at a time' in first
+    assert '<details class="answer-caveats"><summary>Why, and caveats</summary>The rest of a step goes' in first
     assert first.count("claim-not-measured") == 1 and "answer-unsettled" in first
     assert 'href="#other-gpus-decode-floor"' in first and "H100" not in words
     measured, _ = render(make_store(), "en", lambda r: r.answers("method"))

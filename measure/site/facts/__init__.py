@@ -134,9 +134,17 @@ class Question:
     # the heading id, on the topic's page, of the section showing other GPU cards' figures for this question: an
     # answer cites one card (measure/site/cards.py ANSWER_CARD) and, while that card lacks a figure, links there
     elsewhere: str = ""
+    # An answer opens with the figure and what to do with it; the conditions it was measured under follow in one
+    # short line, and the reasons and caveats behind a disclosure (both may cite facts, as the answer does)
+    conditions: dict[str, str] = field(default_factory=dict)
+    caveats: dict[str, str] = field(default_factory=dict)
+
+    def parts(self, lang: str) -> tuple[str, str, str]:
+        """(answer, conditions, caveats) in ``lang``."""
+        return self.answer[lang], self.conditions.get(lang, ""), self.caveats.get(lang, "")
 
     def slots(self) -> list[str]:
-        found = {lang: SLOT.findall(self.answer[lang]) for lang in LANGS}
+        found = {lang: SLOT.findall(" ".join(self.parts(lang))) for lang in LANGS}
         if set(found["zh"]) != set(found["en"]):
             raise UnknownName(f"question {self.ask['en']!r}: the zh and en answers cite different facts "
                               f"({sorted(set(found['zh']) ^ set(found['en']))})")
@@ -186,6 +194,10 @@ def topic(name: str, facts: dict[str, Fact], questions: tuple[Question, ...] = (
         for lang in LANGS:
             if not question.ask.get(lang) or not question.answer.get(lang):
                 raise ValueError(f"topic {name!r}: a question lacks its {lang} text")
+        for extra in (question.conditions, question.caveats):
+            if extra and set(extra) != set(LANGS):
+                raise ValueError(f"topic {name!r}: question {question.ask['en']!r} gives conditions or caveats in "
+                                 f"{sorted(extra)}, not in {LANGS}")
         if question.ask["zh"][-1] != "？" or question.ask["en"][-1] != "?":
             raise ValueError(f"topic {name!r}: a question ends with ？ (zh) and ? (en): {question.ask}")
         unknown = [s for s in question.slots() if s not in facts]

@@ -209,19 +209,12 @@ topic("capacity", facts=FIGURES | {
     Question(
         ask={"zh": "小模型在大 GPU 上解码很慢，是 GPU 的问题还是服务器的问题？",
              "en": "A small model decodes slowly on a big GPU: is it the GPU or the server?"},
-        answer={"zh": "对小模型来说不是显存带宽：读权重只占每步时间的一小部分。在 H200 上一次只有一个请求时，Qwen3-0.6B "
-                      "每个输出 token 用 {tpot_06b}。每步要把 {weight_gb_06b} 权重读一遍，按实测带宽 {bandwidth} 算，下限是 "
-                      "{floor_06b}{floor_far_below_06b}，只占每步时间的 {floor_share_06b}，其余时间花在启动内核、注意力、采样、"
-                      "调度器和步与步之间的 API 服务器上（这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token "
-                      "用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}{floor_share_8b_vs_06b}：大模型才是被显存带宽拖住的。",
-                "en": "For a small model, not the memory bandwidth: reading the weights is a small part of each step. On the "
-                      "H200 with one request at a time, Qwen3-0.6B took {tpot_06b} per output token. Each step reads its "
-                      "{weight_gb_06b} of weights once; at the measured bandwidth of {bandwidth} that floor is "
-                      "{floor_06b}{floor_far_below_06b}, only {floor_share_06b} of a step: the rest goes to kernel "
-                      "launches, attention, sampling, the scheduler and the API server between steps (not measured apart "
-                      "here). Qwen3-8B reads {weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of "
-                      "{floor_8b}, {floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory "
-                      "bandwidth holds back."},
+        answer={"zh": "不是显存带宽：在 H200 上，Qwen3-0.6B 每个输出 token 用 {tpot_06b}，读一遍权重的下限只占其中 {floor_share_06b}。换带宽更高的卡帮不了它；让更多请求同时在途，分摊每步的固定开销。",
+                "en": "Not the memory bandwidth: on the H200, Qwen3-0.6B took {tpot_06b} per output token, of which reading its weights once accounts for only {floor_share_06b}. A card with more bandwidth will not speed it up; more requests in flight share each step's fixed costs."},
+        conditions={"zh": "一次一个请求，默认模式，虚拟权重；下限 = {weight_gb_06b} 权重 ÷ 实测带宽 {bandwidth} = {floor_06b}{floor_far_below_06b}。",
+                    "en": "One request at a time, default mode, dummy weights; floor = {weight_gb_06b} of weights ÷ measured bandwidth {bandwidth} = {floor_06b}{floor_far_below_06b}."},
+        caveats={"zh": "其余时间花在启动内核、注意力、采样、调度器和步与步之间的 API 服务器上（这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token 用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}{floor_share_8b_vs_06b}：大模型才是被显存带宽拖住的。",
+                 "en": "The rest of a step goes to kernel launches, attention, sampling, the scheduler and the API server between steps (not measured apart here). Qwen3-8B reads {weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of {floor_8b}, {floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory bandwidth holds back."},
         figure="decode-floor",
         unsettled={"zh": "H200 上 Qwen3-8B 的解码还没有测：再跑一次 `capacity` 实验即可。",
                    "en": "Qwen3-8B's decode on the H200 is not measured yet: one more run of the `capacity` experiment "

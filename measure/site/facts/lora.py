@@ -101,16 +101,12 @@ topic("lora", facts=FIGURES | {
 }, questions=(
     Question(
         ask={"zh": "通过 LoRA 适配器生成要付出多少代价？", "en": "What does generating through a LoRA adapter cost?"},
-        answer={"zh": "H200 上的 Qwen3-0.6B（默认模式，虚拟权重，随机的 rank 8 适配器），基座模型的生成吞吐是 {base_tok_s}，"
-                      "经过适配器是 {rank8_tok_s}，即 {rank8_vs_base}，慢了 {rank8_slowdown}。首 token 时间的中位数从 {base_ttft} "
-                      "变成 {rank8_ttft}，但各次重复互相重叠（适配器最快的一次 {rank8_ttft_fastest}，比基座最慢的一次 "
-                      "{base_ttft_slowest} 还快{ttft_repeats_overlap}），这个差别不算结论。",
-                "en": "For Qwen3-0.6B on one H200 (default mode, dummy weights, a random rank-8 adapter), generation "
-                      "throughput was {base_tok_s} for the base model and {rank8_tok_s} through the adapter, "
-                      "{rank8_vs_base}, {rank8_slowdown} slower. The median time to first token went from {base_ttft} "
-                      "to {rank8_ttft}, but the repeats overlap (the adapter's fastest, {rank8_ttft_fastest}, beat the "
-                      "base model's slowest, {base_ttft_slowest}{ttft_repeats_overlap}), so that difference is not a "
-                      "finding."},
+        answer={"zh": "吞吐慢了 {rank8_slowdown}：经过适配器 {rank8_tok_s}，基座模型 {base_tok_s}（{rank8_vs_base}）。首 token 时间看不出差别。容量按基座吞吐打个折来规划即可。",
+                "en": "Throughput {rank8_slowdown} lower: {rank8_tok_s} through the adapter against {base_tok_s} for the base model ({rank8_vs_base}). No difference shows in the time to first token. Plan capacity on the base model's throughput less that share."},
+        conditions={"zh": "H200 上的 Qwen3-0.6B，默认模式，虚拟权重，随机的 rank 8 适配器。",
+                    "en": "Qwen3-0.6B on one H200, default mode, dummy weights, a random rank-8 adapter."},
+        caveats={"zh": "首 token 时间的中位数从 {base_ttft} 变成 {rank8_ttft}，但各次重复互相重叠（适配器最快的一次 {rank8_ttft_fastest}，比基座最慢的一次 {base_ttft_slowest} 还快{ttft_repeats_overlap}），这个差别不算结论。",
+                 "en": "The median time to first token went from {base_ttft} to {rank8_ttft}, but the repeats overlap (the adapter's fastest, {rank8_ttft_fastest}, beat the base model's slowest, {base_ttft_slowest}{ttft_repeats_overlap}), so that difference is not a finding."},
         figure="cost",
         unsettled={"zh": "需要在同一服务器上交替测基座模型和适配器。", "en": "Settling it takes the base model and an adapter measured in turn on one server."}),
     Question(

@@ -106,11 +106,10 @@ topic("multimodal-measured", facts=FIGURES | {
 }, questions=(
     Question(
         ask={"zh": "一张图像算多少 token？", "en": "How many tokens is an image?"},
-        answer={"zh": "H200 上的 Qwen3-VL-2B-Instruct（虚拟权重，vLLM 0.26.0），一张 448 像素见方的图像加一句提问共 {tokens_448}，"
-                      "1344 像素时 {tokens_1344}；首 token 时间从 {ttft_448} 升到 {ttft_1344}{ttft_1344_vs_448}。",
-                "en": "For Qwen3-VL-2B-Instruct on one H200 (dummy weights, vLLM 0.26.0), a 448-pixel square image and a "
-                      "one-line question made {tokens_448}, a 1344-pixel one {tokens_1344}; the first token came after "
-                      "{ttft_448} and {ttft_1344}{ttft_1344_vs_448}."},
+        answer={"zh": "448 像素见方的图像加一句提问是 {tokens_448}，1344 像素时 {tokens_1344}：token 数大致随面积增长。要省 token 和首 token 时间，先把图缩小再发。",
+                "en": "A 448-pixel square image and a one-line question made {tokens_448}, a 1344-pixel one {tokens_1344}: tokens grow roughly with the area. To save tokens and time to first token, scale images down before sending them."},
+        conditions={"zh": "H200 上的 Qwen3-VL-2B-Instruct，虚拟权重，vLLM 0.26.0；首 token 时间从 {ttft_448} 升到 {ttft_1344}{ttft_1344_vs_448}。",
+                    "en": "Qwen3-VL-2B-Instruct on one H200, dummy weights, vLLM 0.26.0; the first token came after {ttft_448} and {ttft_1344}{ttft_1344_vs_448}."},
         figure="image-tokens",
         unsettled={"zh": "需要按图像边长测提示 token 数和首 token 时间。", "en": "Settling it takes prompt tokens and TTFT by image side."}),
     Question(

@@ -159,15 +159,12 @@ topic("pooling", facts=FIGURES | {
 }, questions=(
     Question(
         ask={"zh": "一张 H200 上，嵌入能跑多快？", "en": "How fast are embeddings on one H200?"},
-        answer={"zh": "一个请求带 1,024 条、每条约 {tokens_per_input} 的输入，一次只发一个请求时，Qwen3-Embedding-0.6B"
-                      "（虚拟权重，vLLM 0.26.0）float 输出的吞吐为 {float_1024}，base64 输出为 {base64_1024}。"
-                      "改成每个请求一条输入（每条约 {single_tokens}）、64 个请求同时在途（float 输出）时，"
-                      "处理速度为 {single_req_s}，即 {single_tok_s}，是上面 float 整批的 {single_vs_batch}。",
-                "en": "With 1,024 inputs of about {tokens_per_input} each in one request, one request at a time, "
-                      "Qwen3-Embedding-0.6B (dummy weights, vLLM 0.26.0) embedded {float_1024} with float output and "
-                      "{base64_1024} with base64. Sent as single-input requests of about {single_tokens} each, 64 in "
-                      "flight (float output), it handled {single_req_s}, that is {single_tok_s}: {single_vs_batch} "
-                      "the float batch's."},
+        answer={"zh": "一个请求带 1,024 条输入时，Qwen3-Embedding-0.6B 用 float 输出 {float_1024}，用 base64 输出 {base64_1024}（{base64_vs_float_1024}）。大批量时请用 base64。",
+                "en": "With 1,024 inputs in one request, Qwen3-Embedding-0.6B embedded {float_1024} with float output and {base64_1024} with base64 ({base64_vs_float_1024}). Ask for base64 when you send large batches."},
+        conditions={"zh": "每条输入约 {tokens_per_input}，一次一个请求；虚拟权重，vLLM 0.26.0。",
+                    "en": "About {tokens_per_input} an input, one request at a time; dummy weights, vLLM 0.26.0."},
+        caveats={"zh": "改成每个请求一条输入（每条约 {single_tokens}）、64 个请求同时在途（float 输出）时，处理速度为 {single_req_s}，即 {single_tok_s}，是上面 float 整批的 {single_vs_batch}。",
+                 "en": "Sent as single-input requests of about {single_tokens} each, 64 in flight (float output), it handled {single_req_s}, that is {single_tok_s}: {single_vs_batch} the float batch's."},
         figure="batch-size",
         unsettled={"zh": "需要在 H200 上按批大小和输出格式测嵌入吞吐。",
                    "en": "Settling it takes embedding throughput by batch size and output format on the H200."}),

@@ -91,17 +91,12 @@ topic("prefill", facts=FIGURES | {
 }, questions=(
     Question(
         ask={"zh": "前缀缓存能把首 token 时间降多少？", "en": "How much does prefix caching cut time to first token?"},
-        answer={"zh": "请求以一段已经发过的 16k token 前缀开头时（命中），首 token 用了 {hit_16k}；每个请求前缀都不同时"
-                      "（未命中）用了 {miss_16k}，命中只需 {hit_vs_miss_16k}的时间。前缀 1k token 时是 {hit_1k} 对 {miss_1k}"
-                      "（{hit_vs_miss_1k}）。16 个请求同时在途时，16k 前缀命中的吞吐是 {rps_hit_16k}，未命中 {rps_miss_16k}"
-                      "（{rps_hit_vs_miss_16k}）。H200 上的 Qwen3-0.6B，默认模式，虚拟权重；首 token 时间一次一个请求，"
-                      "吞吐 16 个在途，各三轮。",
-                "en": "When each request started with a 16k-token prefix sent before (a hit), its first token came after "
-                      "{hit_16k}; with a prefix of its own (a miss), after {miss_16k}: a hit took {hit_vs_miss_16k} "
-                      "the time. With a 1k-token prefix it was {hit_1k} against {miss_1k} ({hit_vs_miss_1k}). With "
-                      "16 requests in flight, 16k-prefix hits completed {rps_hit_16k} and misses {rps_miss_16k} "
-                      "({rps_hit_vs_miss_16k}). Qwen3-0.6B on one H200, default mode, dummy weights; first tokens one "
-                      "request at a time, throughput at 16 in flight, three rounds each."},
+        answer={"zh": "16k token 的共享前缀命中时，首 token 只要未命中时的 {hit_vs_miss_16k}（{hit_16k} 对 {miss_16k}）。把共享的系统提示放在提示最前面，并保持前缀缓存开着（vLLM 的默认）。",
+                "en": "With a shared 16k-token prefix, a hit got its first token in {hit_vs_miss_16k} the time of a miss ({hit_16k} against {miss_16k}). Put shared system prompts first and keep prefix caching on (vLLM's default)."},
+        conditions={"zh": "H200 上的 Qwen3-0.6B，默认模式，虚拟权重；首 token 时间一次一个请求，吞吐 16 个在途，各三轮。",
+                    "en": "Qwen3-0.6B on one H200, default mode, dummy weights; first tokens one request at a time, throughput at 16 in flight, three rounds each."},
+        caveats={"zh": "前缀 1k token 时是 {hit_1k} 对 {miss_1k}（{hit_vs_miss_1k}）。16 个请求同时在途时，16k 前缀命中的吞吐是 {rps_hit_16k}，未命中 {rps_miss_16k}（{rps_hit_vs_miss_16k}）。",
+                 "en": "With a 1k-token prefix it was {hit_1k} against {miss_1k} ({hit_vs_miss_1k}). With 16 requests in flight, 16k-prefix hits completed {rps_hit_16k} and misses {rps_miss_16k} ({rps_hit_vs_miss_16k})."},
         figure="prefix-caching",
         unsettled={"zh": "需要在开着前缀缓存的服务器上，对同一长度的前缀分别测命中和未命中。",
                    "en": "Settling it takes hits and misses at one prefix length on a server with prefix caching on."}),

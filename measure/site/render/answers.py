@@ -100,19 +100,21 @@ class Answers:
         section (``topic_page``: the topic page's address from the page rendering it, "" on that page itself).
         Figures other datasets measured differently: see ``_other_figures``."""
         figures = len(self.figures)
-        kept, missing = [], False
-        for sentence in facts.sentences(question.answer[self.lang], self.lang):
-            start = len(self.claims)
-            parts = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", sentence).split("\0")  # odd: a fact's name
-            html_out = "".join(flags_as_code(html.escape(part)) if i % 2 == 0 else self._fact_html(found, part)
-                               for i, part in enumerate(parts))
-            if any(c.status == "not_measured" for c in self.claims[start:]):
-                missing = True
-            else:
-                kept.append(html_out)
+        answer, conditions, caveats = question.parts(self.lang)
+        kept, missing = self._sentences_html(found, answer)
+        said_conditions, missing_conditions = self._sentences_html(found, conditions)
+        said_caveats, missing_caveats = self._sentences_html(found, caveats)
+        missing = missing or missing_conditions or missing_caveats
         cards.check_one_card(self.store, f"{self.page}: the answer to {question.ask['en']!r} ({found.name})",
                              [f.env for f in self.figures[figures:]])
-        body = one_mark_per_range(once_per_source(("" if self.lang == "zh" else " ").join(kept)))
+        space = "" if self.lang == "zh" else " "
+        body = space.join(kept)
+        if kept and said_conditions:
+            body += f'<span class="answer-conditions">{space.join(said_conditions)}</span>'
+        if kept and said_caveats:
+            body += (f'<details class="answer-caveats"><summary>{html.escape(t("answer_caveats", self.lang))}</summary>'
+                     f"{space.join(said_caveats)}</details>")
+        body = one_mark_per_range(once_per_source(body))
         if kept:
             body += self._other_figures(self.figures[figures:])
         if missing:
@@ -124,6 +126,21 @@ class Answers:
                 body += (f' <a class="answer-elsewhere" href="{html.escape(href)}">'
                          f'{html.escape(t("elsewhere", self.lang))}</a>')
         return body
+
+    def _sentences_html(self, found: facts.Topic, text: str) -> tuple[list[str], bool]:
+        """Each sentence of ``text`` (escaped) with its facts' HTML in their slots, less the sentences citing a fact
+        that is not measured; and whether any was left out."""
+        kept, missing = [], False
+        for sentence in facts.sentences(text, self.lang) if text else []:
+            start = len(self.claims)
+            parts = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", sentence).split("\0")  # odd: a fact's name
+            html_out = "".join(flags_as_code(html.escape(part)) if i % 2 == 0 else self._fact_html(found, part)
+                               for i, part in enumerate(parts))
+            if any(c.status == "not_measured" for c in self.claims[start:]):
+                missing = True
+            else:
+                kept.append(html_out)
+        return kept, missing
 
     def _other_figures(self, figures: list[Figure]) -> str:
         """One quantity, one story: where an answer cites a figure that other datasets measure differently (and

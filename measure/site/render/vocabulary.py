@@ -35,6 +35,7 @@ TEXT = {
     "source": {"zh": "来源", "en": "Source"},
     "cpu_stand_in": {"zh": "CPU 替身", "en": "CPU stand-in"},
     "also_in_data": {"zh": "数据中还有", "en": "Also in the data"},
+    "answer_caveats": {"zh": "原因与注意事项", "en": "Why, and caveats"},
     "also_in_data_lead": {
         "zh": "本页数据里还有这些差别：同一数据集中只差一个条件的两行，数字相差两倍以上，且超出各自重复测量的范围；"
               "正文和图表都没有专门讲它们。每行给出差别最大的一对，悬停可见其余条件。",
