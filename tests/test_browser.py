@@ -151,6 +151,39 @@ def test_search_finds_pages_of_the_page_language(served_site, path, query, first
         assert all(word in text for word in words), (page_path, query)
 
 
+@pytest.mark.parametrize("path, query, first", [
+    ("/", "--max-num-batched-tokens", "capacity/"), ("/en/", "max-num-batched-tokens", "en/capacity/"),
+    ("/", "--api-server-count", "capacity/"), ("/en/", "--api-server-count", "en/capacity/"),
+    ("/pooling/", "/metrics", "multimodal/"), ("/en/", "/metrics", "en/multimodal/"),
+    ("/en/", "--max-model-len", None), ("/", "前缀缓存", "prefill/"), ("/", "重定向", "multimodal/")])
+def test_search_finds_operator_words_typed_key_by_key(served_site, path, query, first):
+    """A flag or a route typed into the box, key by key as a reader types it (lunr once read the leading "-" as
+    "without", and the separator cut the rest into words every page has), or a Chinese word committed by an input
+    method: the page that measures it comes first, in either language."""
+    from playwright.sync_api import sync_playwright
+
+    url, _ = served_site
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors = watch(page, url)
+        page.goto(url + path)
+        page.locator("input.md-search__input").click()
+        if query.isascii():
+            page.keyboard.type(query, delay=15)
+        else:  # an input method commits the whole word at once, then the reader presses a key
+            page.keyboard.insert_text(query)
+            page.keyboard.press("End")
+        page.wait_for_function("document.querySelectorAll('.md-search-result__item').length > 0", timeout=20000)
+        page.wait_for_timeout(300)
+        hrefs = [a.get_attribute("href") for a in page.locator(".md-search-result a.md-search-result__link").all()]
+        browser.close()
+    assert hrefs and errors == []
+    assert all(h.startswith(url + "/en/") == path.startswith("/en/") for h in hrefs), hrefs[:3]
+    if first:
+        assert hrefs[0].startswith(f"{url}/{first}"), hrefs[:3]
+
+
 def test_every_page_loads_cleanly_and_fits_1280_and_390(served_site):
     """No page logs an error or fails a request. At 1280 px no page scrolls sideways, no chart sticks out of the
     content column and no table shown is wider than the article; at 390 px (a phone) a wide table scrolls inside its

@@ -131,3 +131,15 @@ def test_every_page_that_shows_data_lists_what_its_text_leaves_unsaid():
             continue
         for lang in ("zh", "en"):
             assert "{{ also_in_data() }}" in (REPO / "docs" / f"{name}.{lang}.md").read_text(), (name, lang)
+
+
+def test_operator_words_become_one_search_token_each():
+    """Flags, routes and names with underscores in a page's text become joined tokens (search-language.js turns a
+    typed one into the same); prose, paths inside URLs and hyphenated words stay out."""
+    from measure.site.hooks import operator_terms
+
+    text = ("<p>Set <code>--max-num-batched-tokens</code> and --api-server-count 4; GET /metrics and "
+            "/v1/embeddings; max_pixels, VLLM_MEDIA_URL_ALLOW_REDIRECTS=0.</p> A well-known https://x.org/a/b "
+            "data/gpu-1x/file.csv")
+    assert operator_terms(text) == ["opmaxnumbatchedtokens", "opapiservercount", "opmetrics", "opv1embeddings",
+                                    "opmaxpixels", "opvllmmediaurlallowredirects"]

@@ -412,8 +412,13 @@ def split_search_index(site: Path, locales: list[str]) -> dict[str, int]:
         first = doc["location"].split("/", 1)[0]
         docs[first if first in locales else ""].append(doc)
     counts = {}
+    for entry in merged["docs"]:
+        operators = operator_terms(entry.get("text", ""))
+        if operators:
+            entry["operators"] = " ".join(operators)
     for locale, entries in docs.items():
         config = dict(merged["config"])
+        config["fields"] = dict(config.get("fields") or {}) | {"operators": {"boost": OPERATOR_BOOST}}
         if locale:
             config["lang"] = list(dict.fromkeys([locale, "en"]))
         target = site / locale / SEARCH_INDEX
@@ -422,6 +427,25 @@ def split_search_index(site: Path, locales: list[str]) -> dict[str, int]:
                           encoding="utf-8")
         counts[locale or "default"] = len(entries)
     return counts
+
+
+# What operators type into search: flags (--max-num-batched-tokens), routes (/metrics, /v1/embeddings) and names with
+# underscores (max_pixels, VLLM_MEDIA_URL_ALLOW_REDIRECTS). The search separator cuts them at "-" and "_" into words
+# every page has ("max", "num", "tokens"), and lunr reads a leading "-" as "without": each document therefore gets a
+# field of its own holding each such term joined into one token ("op" + its letters and digits), once per
+# occurrence, and search-language.js turns a term typed in the box into the same token.
+OPERATOR = re.compile(r"(?<![\w/.:-])(--[a-z0-9][a-z0-9-]*[a-z0-9]|/[a-z][a-z0-9_]*(?:/[a-z0-9_]+)*"
+                      r"|[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9])(?![\w/])")
+OPERATOR_BOOST = 10
+
+
+def operator_term(word: str) -> str:
+    return "op" + re.sub(r"[^a-z0-9]", "", word.lower())
+
+
+def operator_terms(text: str) -> list[str]:
+    """The operator terms of a search document's text (its HTML tags left out), each as its joined token."""
+    return [operator_term(word) for word in OPERATOR.findall(re.sub(r"<[^>]+>", " ", text))]
 
 
 SOURCE_MAP_COMMENT = re.compile(r"\n?(?://# sourceMappingURL=[^\n]*|/\*# sourceMappingURL=[^*]*\*/)\s*$")

@@ -74,7 +74,19 @@
     return out;
   }
 
+  // A flag, route or name with underscores, as measure/site/hooks.py OPERATOR finds them in the pages: typed with or
+  // without its leading dashes, it becomes the joined token the index's "operators" field holds, required (+).
+  var OPERATOR = /(^|\s)(--?[a-z0-9][a-z0-9-]*[a-z0-9]|\/[a-z][a-z0-9_]*(?:\/[a-z0-9_]+)*|[a-z0-9]+(?:[-_][a-z0-9]+)+)(?=\s|$)/gi;
+
+  function operators(query) {
+    return query.replace(OPERATOR, function (_, space, word) {
+      return space + "+op" + word.toLowerCase().replace(/[^a-z0-9]/g, "") + "*";
+    });
+  }
+
   function rewrite(query) {
+    query = operators(query);
+    if (!words.size) return query;
     return query.replace(/([+-]?)(\p{sc=Han}+)\*?/gu, function (_, sign, run) {
       return " " + cut(run).map(function (word) {
         var chars = Array.from(word);
@@ -92,7 +104,7 @@
       var args = Array.prototype.slice.call(arguments);
       if (message && message.type === SETUP && message.data && Array.isArray(message.data.docs)) {
         learn(message.data);
-      } else if (message && message.type === QUERY && typeof message.data === "string" && words.size) {
+      } else if (message && message.type === QUERY && typeof message.data === "string") {
         args[0] = Object.assign({}, message, {data: rewrite(message.data)});
       }
       return post.apply(worker, args);
