@@ -50,7 +50,8 @@ def figure_columns(schema: DatasetSchema) -> list[str]:
 
 def _bounds(row: pd.Series, column: str) -> tuple[float, float]:
     value = float(row[column])
-    low, high = row.get(f"{column}_min"), row.get(f"{column}_max")
+    stem = column[: -len("_value")] if column.endswith("_value") else column  # base_value's repeats: base_min, base_max
+    low, high = row.get(f"{stem}_min"), row.get(f"{stem}_max")
     return (value if low is None or pd.isna(low) else float(low), value if high is None or pd.isna(high) else float(high))
 
 

@@ -190,6 +190,10 @@ def topic(name: str, facts: dict[str, Fact], questions: tuple[Question, ...] = (
             if side not in facts:
                 raise UnknownName(f"topic {name!r}: a {type(ratio).__name__.lower()} names {side!r}, which the topic "
                                   "does not declare")
+    asked = [q.ask.get("en") for q in questions]
+    if len(set(asked)) != len(asked):
+        raise ValueError(f"topic {name!r} asks a question twice: "
+                         f"{sorted({a for a in asked if asked.count(a) > 1})}")
     for question in questions:
         for lang in LANGS:
             if not question.ask.get(lang) or not question.answer.get(lang):

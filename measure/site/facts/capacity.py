@@ -216,9 +216,11 @@ topic("capacity", facts=FIGURES | {
         caveats={"zh": "其余时间花在启动内核、注意力、采样、调度器和步与步之间的 API 服务器上（这里没有分开测）。Qwen3-8B 每步要读 {weight_gb_8b} 权重，每个输出 token 用 {tpot_8b}，下限 {floor_8b}，占每步时间的 {floor_share_8b}{floor_share_8b_vs_06b}：大模型才是被显存带宽拖住的。",
                  "en": "The rest of a step goes to kernel launches, attention, sampling, the scheduler and the API server between steps (not measured apart here). Qwen3-8B reads {weight_gb_8b} a step; it took {tpot_8b} per output token against a floor of {floor_8b}, {floor_share_8b} of a step{floor_share_8b_vs_06b}: the large model is the one memory bandwidth holds back."},
         figure="decode-floor",
-        unsettled={"zh": "H200 上 Qwen3-8B 的解码还没有测：再跑一次 `capacity` 实验即可。",
-                   "en": "Qwen3-8B's decode on the H200 is not measured yet: one more run of the `capacity` experiment "
-                         "settles it."},
+        unsettled={"zh": "H200 上还没有把 Qwen3-8B 的单请求解码和带宽下限放在一起测（其他页面在别的负载下测过它的单请求速度）："
+                         "再跑一次 `capacity` 实验即可。",
+                   "en": "Qwen3-8B's single-request decode has not been set against the bandwidth floor on the H200 yet "
+                         "(other pages measured its single-request speed under other workloads): one more run of the "
+                         "`capacity` experiment settles it."},
         elsewhere="other-gpus-decode-floor"),
     Question(
         ask={"zh": "为什么 vLLM 给一个小模型占掉约 90% 的显存？这些显存能同时装下多少请求？",

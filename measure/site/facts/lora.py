@@ -57,7 +57,7 @@ topic("lora", facts=FIGURES | {
     "rank64_tok_s": overhead("adapter_value", 64, "throughput", unit="tok/s"),
     "rank8_slowdown": overhead("slowdown_pct", 8, "throughput", digits=1),
     "rank8_vs_base": Ratio("rank8_tok_s", "<", "base_tok_s"),
-    "rank64_vs_rank8": Ratio("rank64_tok_s", "≈", "rank8_tok_s"),
+    "rank64_vs_rank8": Ratio("rank64_tok_s", "~", "rank8_tok_s"),
     "base_ttft": overhead("base_value", 8, "ttft", digits=1, unit="ms"),
     "rank8_ttft": overhead("adapter_value", 8, "ttft", digits=1, unit="ms"),
     "base_ttft_slowest": overhead("base_max", 8, "ttft", digits=1, unit="ms"),
@@ -111,8 +111,8 @@ topic("lora", facts=FIGURES | {
         unsettled={"zh": "需要在同一服务器上交替测基座模型和适配器。", "en": "Settling it takes the base model and an adapter measured in turn on one server."}),
     Question(
         ask={"zh": "适配器的 rank 影响速度吗？", "en": "Does the adapter's rank change the speed?"},
-        answer={"zh": "rank 64 的适配器吞吐 {rank64_tok_s}，是 rank 8（{rank8_tok_s}）的 {rank64_vs_rank8}。",
-                "en": "A rank-64 adapter ran at {rank64_tok_s}, {rank64_vs_rank8} the rank-8 one's {rank8_tok_s}."},
+        answer={"zh": "看不出：rank 64 对 rank 8 的适配器吞吐{rank64_vs_rank8}。",
+                "en": "Not measurably: a rank-64 adapter against a rank-8 one shows {rank64_vs_rank8}."},
         figure="cost",
         unsettled={"zh": "需要测几种 rank 的适配器。", "en": "Settling it takes adapters of several ranks."}),
     Question(
@@ -157,11 +157,11 @@ topic("lora", facts=FIGURES | {
     Question(
         ask={"zh": "--max-lora-rank 设大了会拖慢小适配器吗？", "en": "Does a large --max-lora-rank slow down small adapters?"},
         answer={"zh": "看不出代价：同一个 rank 8 适配器（--max-loras 4），--max-lora-rank 64 对 8 的吞吐{max_rank_64_vs_8}。"
-                      "--max-lora-rank 16 时是 {max_rank_16}{max_rank_16_vs_8}{max_rank_16_above_64}，也落在 8 的范围之内，"
+                      "--max-lora-rank 16 时是 {max_rank_16}{max_rank_16_vs_8}{max_rank_16_above_64}，各次重复与 8 的有重叠，"
                       "只比 64 快；上限更大不可能让它更快，只能当作不同服务器之间的波动。",
                 "en": "No measurable cost: for the same rank-8 adapter (--max-loras 4), throughput at --max-lora-rank 64 "
                       "against 8 shows {max_rank_64_vs_8}. At 16 it ran at {max_rank_16}{max_rank_16_vs_8}"
-                      "{max_rank_16_above_64}, also inside the range at 8 and faster than at 64 only; a larger limit "
+                      "{max_rank_16_above_64}: its repeats overlap those at 8, and it was faster than at 64 only; a larger limit "
                       "cannot make it faster, so read that as the spread between servers."},
         figure="max-lora-rank",
         unsettled={"zh": "需要用几种 --max-lora-rank 启动服务器，测同一个小适配器。",

@@ -105,44 +105,24 @@ topic("method", facts=FIGURES | {
              "en": "Does this site's load client measure what vllm bench serve measures?"},
         answer={"zh": "32 个对话请求在途时分辨不出：在 H200 上，本站客户端与 vllm bench serve 测得的输出吞吐{ours_vs_bench}。"
                       "这时定节奏的是 vLLM 唯一的 API 服务器进程（用了 {api_server_cpu} 个核），两个客户端都没有饱和，"
-                      "所以这几轮既不能说明两个工具有差别，也不能说明它们有多接近。128 个在途时，同一次运行里两者一致："
+                      "所以这几轮既不能说明两个工具有差别，也不能说明它们有多接近。128 个在途时（一个 API 服务器进程），同一次运行里两者一致："
                       "{ours_tok_s_128} 对 {bench_tok_s_128}（比值 {ratio_128}{agree_128}）。",
                 "en": "Not shown at 32 chat requests in flight: on the H200, the output throughput our client and vllm "
                       "bench serve measured shows {ours_vs_bench}. The pace was set by vLLM's one API-server process "
                       "({api_server_cpu} of a core), not by either client, so these rounds show neither that the tools "
-                      "differ nor how close they are. At 128 in flight the two agreed within that run: "
+                      "differ nor how close they are. At 128 in flight (one API-server process) the two agreed within that run: "
                       "{ours_tok_s_128} against {bench_tok_s_128} (ratio {ratio_128}{agree_128})."},
         figure="bench-check",
         unsettled={"zh": "需要在同一服务器上交替跑两个客户端。", "en": "Settling it takes both clients in turn against one server."}),
     Question(
         ask={"zh": "本站客户端和 vllm bench serve 最多可能差多少？",
              "en": "How far apart could our client and vllm bench serve be?"},
-        answer={"zh": "低负载时不能排除两者相差多达 {iv_gap}，超出本项目为这个区间定下的百分之三目标；高负载时 bench 测得的吞吐比本站少。"
-                      "在 H200 上，{iv_concurrency} 个对话请求在途、一个 API 服务器进程、每轮 {iv_requests} 个请求，"
-                      "{iv_rounds} 对交替进行的轮次测得本站 / bench 的输出吞吐之比为 {iv_ratio}（95% 置信区间 "
-                      "{iv_low}–{iv_high}）。区间这么宽，是因为同一服务器、同样的请求下，每个工具自己的各轮之间就相差 "
-                      "{iv_spread_ours}（本站）和 {iv_spread_bench}（bench）；两个客户端都不忙（最忙的进程分别用了 "
-                      "{iv_worker_cpu} 和 {iv_bench_cpu} 个核），最忙的是引擎核心，{iv_engine_cpu} 个核"
-                      "{iv_engine_over_api}{iv_engine_over_bench}。"
-                      "高负载时（{hl_concurrency} 个在途、{hl_api_servers} 个 API 服务器进程），各轮中位数 bench 为 "
-                      "{hl_bench_tok_s}，本站为 {hl_ours_tok_s}{hl_bench_less}；逐对相比，本站 / bench 的平均比值为 "
-                      "{hl_ratio}（区间 {hl_low}–{hl_high}）。bench 唯一的进程用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，"
-                      "本站最忙的工作进程只用了 {hl_worker_cpu} 个核{hl_workers_idle}：差距多半在 bench 一侧，这些数字因此标为未确认。",
-                "en": "At low load a gap of up to {iv_gap} cannot be ruled out, more than the three per cent this "
-                      "project aims at for this interval; at high load the bench measured less throughput than ours. On "
-                      "the H200 with {iv_concurrency} chat requests in flight, one API-server process and "
-                      "{iv_requests} requests a round, {iv_rounds} alternating pairs of rounds put ours / the bench's "
-                      "output throughput at {iv_ratio} (95 % confidence interval {iv_low}–{iv_high}). The interval is "
-                      "that wide because each tool's own rounds spread by {iv_spread_ours} (ours) and "
-                      "{iv_spread_bench} (the bench's) on one server with the same requests; neither client was busy "
-                      "(their busiest processes used {iv_worker_cpu} and {iv_bench_cpu} of a core), and the busiest "
-                      "process was the engine core at {iv_engine_cpu} of a core{iv_engine_over_api}"
-                      "{iv_engine_over_bench}. At high load ({hl_concurrency} in flight, {hl_api_servers} API-server "
-                      "processes) the rounds' medians were {hl_bench_tok_s} for the bench against {hl_ours_tok_s} for "
-                      "ours{hl_bench_less}; pair by pair, ours / the bench's averaged {hl_ratio} (interval "
-                      "{hl_low}–{hl_high}). The bench's one process used {hl_bench_cpu} of a core, past the saturation "
-                      "share, while our busiest worker used {hl_worker_cpu}{hl_workers_idle}: the gap most likely lies "
-                      "in the bench, which is why these figures are marked unconfirmed."},
+        answer={"zh": "低负载时（{iv_concurrency} 个在途、一个 API 服务器进程）不能排除两者相差多达 {iv_gap}，超出本项目百分之三的目标；高负载时（{hl_concurrency} 个在途、{hl_api_servers} 个 API 服务器进程）bench 测得的吞吐比本站少{hl_bench_less}，差距多半出在 bench 自己已经饱和。",
+                "en": "At low load ({iv_concurrency} in flight, one API-server process) a gap of up to {iv_gap} cannot be ruled out, more than the three per cent this project aims at; at high load ({hl_concurrency} in flight, {hl_api_servers} API-server processes) the bench measured less throughput than ours{hl_bench_less}, most likely because the bench itself was saturated."},
+        conditions={"zh": "H200，对话请求，每轮 {iv_requests} 个请求，{iv_rounds} 对交替进行的轮次。",
+                    "en": "On the H200, chat requests, {iv_requests} requests a round, {iv_rounds} alternating pairs of rounds."},
+        caveats={"zh": "低负载时本站 / bench 的输出吞吐之比为 {iv_ratio}（95% 置信区间 {iv_low}–{iv_high}）。区间这么宽，是因为同一服务器、同样的请求下，每个工具自己的各轮之间就相差 {iv_spread_ours}（本站）和 {iv_spread_bench}（bench）；两个客户端都不忙（最忙的进程分别用了 {iv_worker_cpu} 和 {iv_bench_cpu} 个核），最忙的是引擎核心，{iv_engine_cpu} 个核{iv_engine_over_api}{iv_engine_over_bench}。高负载时各轮中位数 bench 为 {hl_bench_tok_s}，本站为 {hl_ours_tok_s}；逐对相比，本站 / bench 的平均比值为 {hl_ratio}（区间 {hl_low}–{hl_high}）。bench 唯一的进程用了 {hl_bench_cpu} 个核，超过了判为饱和的占用，本站最忙的工作进程只用了 {hl_worker_cpu} 个核{hl_workers_idle}，这些数字因此标为未确认。",
+                 "en": "At low load ours / the bench's output throughput was {iv_ratio} (95 % confidence interval {iv_low}–{iv_high}). The interval is that wide because each tool's own rounds spread by {iv_spread_ours} (ours) and {iv_spread_bench} (the bench's) on one server with the same requests; neither client was busy (their busiest processes used {iv_worker_cpu} and {iv_bench_cpu} of a core), and the busiest process was the engine core at {iv_engine_cpu} of a core{iv_engine_over_api}{iv_engine_over_bench}. At high load the rounds' medians were {hl_bench_tok_s} for the bench against {hl_ours_tok_s} for ours; pair by pair, ours / the bench's averaged {hl_ratio} (interval {hl_low}–{hl_high}). The bench's one process used {hl_bench_cpu} of a core, past the saturation share, while our busiest worker used {hl_worker_cpu}{hl_workers_idle}, which is why these figures are marked unconfirmed."},
         figure="fidelity-interval",
         unsettled={"zh": "需要在 H200 上运行这个置信区间实验。",
                    "en": "Settling it takes the fidelity_interval run on the H200."},

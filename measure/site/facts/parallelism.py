@@ -60,9 +60,9 @@ topic("parallelism", facts=FIGURES | {
         answer={"zh": "两张 GPU、一个请求时每个 token 用 {tp2_tpot_1}，对比一张时的 {tpot_1}。",
                 "en": "On two GPUs, one request at a time, a token took {tp2_tpot_1}, against {tpot_1} on one."},
         figure="measured",
-        unsettled={"zh": "需要一台有多张 GPU 的主机：本站目前只借到一张 H200，多卡布局已经写好，等有这样的主机再测。",
-                   "en": "Settling it takes a host with several GPUs: this site has had one H200 so far; the layouts are "
-                         "written and wait for such a host."}),
+        unsettled={"zh": "需要在多张 GPU 的主机上跑完一次：两次尝试都没有完成（见“本站能测什么”一节），多卡布局已经写好。",
+                   "en": "Settling it takes a completed run on a host with several GPUs: the two tries did not finish "
+                         "(see \"What this site can measure\"); the layouts are written."}),
     Question(
         ask={"zh": "一张 H200 的 KV 缓存能同时容纳多少请求？", "en": "How many requests fit in one H200's KV cache?"},
         answer={"zh": "vLLM 启动时报告 KV 缓存有 {kv_tokens}，按每个请求用满 4,096 个 token 的上下文（--max-model-len 4096）计，"

@@ -109,22 +109,6 @@ topic("prefill", facts=FIGURES | {
                       "16k shows {miss_on_vs_off_16k}, and 4k {miss_on_vs_off_4k}. Only at 1k was a miss slower with "
                       "caching on: {miss_1k} against {miss_1k_off} ({miss_on_vs_off_1k}): {miss_cost_unsettled}."},
         figure="prefix-caching",
-        unsettled={"zh": "需要在开着前缀缓存的服务器上，对同一长度的前缀分别测命中和未命中。",
-                   "en": "Settling it takes hits and misses at one prefix length on a server with prefix caching on."}),
-    Question(
-        ask={"zh": "没有共享前缀时，开着前缀缓存有代价吗？", "en": "Does prefix caching cost anything when no prefix is shared?"},
-        answer={"zh": "每个请求的前缀都不同时（未命中），缓存开着和关掉的首 token 时间：16k 前缀 {miss_16k} 对 {miss_16k_off}"
-                      "（{miss_on_vs_off_16k}），1k 前缀 {miss_1k} 对 {miss_1k_off}（{miss_on_vs_off_1k}），4k 前缀却是 "
-                      "{miss_4k} 对 {miss_4k_off}（{miss_on_vs_off_4k}）。而且缓存关闭时，共享前缀和不共享前缀这两组计算量相同的请求"
-                      "在 4k 时也不一样快：前者用了后者 {same_work_4k_ratio}的时间（{same_work_4k_shared} 对 "
-                      "{same_work_4k_unshared}）：{miss_cost_unsettled}。",
-                "en": "With a prefix of its own per request (a miss), the first token with caching on and off came "
-                      "after {miss_16k} and {miss_16k_off} at 16k ({miss_on_vs_off_16k}) and {miss_1k} and "
-                      "{miss_1k_off} at 1k ({miss_on_vs_off_1k}), but {miss_4k} and {miss_4k_off} at 4k "
-                      "({miss_on_vs_off_4k}). And with caching off, the shared and the unshared workloads, which do "
-                      "the same work, differed too: at 4k the shared one took {same_work_4k_ratio} the unshared one's "
-                      "time ({same_work_4k_shared} against {same_work_4k_unshared}): {miss_cost_unsettled}."},
-        figure="prefix-caching",
         unsettled={"zh": "需要把同一组不共享前缀的请求分别发给开、关缓存的服务器。",
                    "en": "Settling it takes the same unshared requests sent to servers with caching on and off."}),
     Question(

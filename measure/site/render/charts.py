@@ -66,7 +66,7 @@ class Charts:
         if not frames:
             return self._missing_figure(dataset, env)
         self.shown.append((dataset, tuple(e.name for e, _ in frames)))
-        self.charted.add((dataset, x, y))
+        self.charted.update((dataset, axis, y) for axis in (x, color) if axis)  # its series show the colour's effect
         groups = self._like_with_like(dataset, frames)  # full-size models and the CPU stand-ins never share an axis
         html_out = "".join(
             self._figure(dataset, schema, group, x, y, color=color, kind=kind, log_x=log_x, log_y=log_y, labels=labels,

@@ -9,7 +9,13 @@ import pandas as pd
 
 from measure.schema import SETTING, DatasetSchema, SchemaError, UnknownName
 from measure.site.labels import unit_label, value_label, with_unit
-from measure.site.render.formatting import VERBATIM_COLUMNS, _verbatim_names, format_number, title_attr_value
+from measure.site.render.formatting import (
+    VERBATIM_COLUMNS,
+    _spread_stem,
+    _verbatim_names,
+    format_number,
+    title_attr_value,
+)
 from measure.site.render.vocabulary import Figure, t
 
 
@@ -101,7 +107,7 @@ class Values:
             self.conditions[claim_key] = {"environment": candidate.name} | {
                 name: _plain(rows.iloc[0][name]) for name in schema.key if name in rows.columns}
             if numeric and spread:
-                low, high = (float(rows.iloc[0][f"{column}_{end}"]) * scale for end in ("min", "max"))
+                low, high = (float(rows.iloc[0][f"{_spread_stem(column)}_{end}"]) * scale for end in ("min", "max"))
                 printed = f"{format_number(low, self.lang, digits)}–{format_number(high, self.lang, digits)}"
                 self.ranges[claim_key] = (low, high, text, printed)
             if show_range and not spread:
@@ -127,13 +133,16 @@ class Values:
     def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
         """'5 repeats, 34,349–45,108' where the row records the figure's range, else ''."""
         names = schema.by_column
-        if not {f"{column}_min", f"{column}_max"} <= names.keys():
+        stem = _spread_stem(column)
+        if not {f"{stem}_min", f"{stem}_max"} <= names.keys():
             return ""
-        low, high = row[f"{column}_min"], row[f"{column}_max"]
+        low, high = row[f"{stem}_min"], row[f"{stem}_max"]
         if pd.isna(low) or pd.isna(high):
             return ""
         counted = next(((c, row[c]) for c in ("repeats", "rounds", "requests") if c in names and not pd.isna(row[c])),
                        (None, None))
+        if counted[0] is None:  # the dataset counts neither repeats nor requests: the range alone
+            return f"{format_number(low * scale, self.lang, digits)}–{format_number(high * scale, self.lang, digits)}"
         return t("range_requests" if counted[0] == "requests" else "range", self.lang).format(
             n=format_number(counted[1], self.lang, 0) if counted[1] is not None else "?",
             low=format_number(low * scale, self.lang, digits), high=format_number(high * scale, self.lang, digits))

@@ -37,11 +37,14 @@ TEXT = {
     "also_in_data": {"zh": "数据中还有", "en": "Also in the data"},
     "answer_caveats": {"zh": "原因与注意事项", "en": "Why, and caveats"},
     "also_in_data_lead": {
-        "zh": "本页数据里还有这些差别：同一数据集中只差一个条件的两行，数字相差两倍以上，且超出各自重复测量的范围；"
-              "正文和图表都没有专门讲它们。每行给出差别最大的一对，悬停可见其余条件。",
+        "zh": "本页数据里还有这些差别：同一数据集中只差一个条件的两行，数字相差两倍以上（记录了重复范围的，超出范围也在两倍以上）；"
+              "正文和图表都没有专门讲它们。有些直接来自设置本身（批越大，一批越久），列在这里是为了不漏掉数据显示的任何东西。"
+              "每行给出差别最大的一对，悬停可见其余条件。",
         "en": "The data on this page also hold these differences: two rows of one dataset that differ in one condition, "
-              "their figures twice or more apart beyond the range of their repeats; neither the text nor a chart "
-              "takes them up. Each line gives the pair that differs most; hover for the conditions held the same.",
+              "their figures twice or more apart (and, where the rows record a range of repeats, twice or more beyond "
+              "it); neither the text nor a chart takes them up. Some follow from the setting itself (a larger batch "
+              "takes longer); they are listed so that nothing the data show goes unmentioned. Each line gives the "
+              "pair that differs most; hover for the conditions held the same.",
     },
     "also_ratio": {"zh": "（{ratio} 倍{more}）", "en": " ({ratio}×{more})"},
     "also_more_pairs": {"zh": "；另有 {n} 对", "en": "; {n} more pairs"},
