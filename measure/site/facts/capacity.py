@@ -292,25 +292,12 @@ topic("capacity", facts=FIGURES | {
     Question(
         ask={"zh": "--max-num-seqs 和 --max-num-batched-tokens 该怎么设？",
              "en": "How should --max-num-seqs and --max-num-batched-tokens be set?"},
-        answer={"zh": "--max-num-seqs 设到不低于预期的在途请求数；--max-num-batched-tokens 在这种负载下不要往小调。"
-                      "同时发出 128 个请求（每个 {batch_prompt} 输入、256 输出）给 Qwen3-0.6B：--max-num-seqs 8 时输出吞吐"
-                      "是 {batch_tok_s_8}，128 时是 {batch_tok_s_128}（{batch_tok_s_128_vs_8}）；最后一批请求等首 token "
-                      "要 {batch_ttft99_8}（p99），128 时是 {batch_ttft99_128}。代价是每步带的请求多了，每个输出 token "
-                      "从 {batch_tpot50_8} 变成 {batch_tpot50_128}（中位数）。在 128 个序列下把 --max-num-batched-tokens "
-                      "从 8192 降到 2048，首 token 中位数从 {batch_ttft50_128_8192} 变成 {batch_ttft50_128_2048}，"
-                      "每个输出 token 从 {batch_tpot50_128} 变成 {batch_tpot50_128_2048}，吞吐降到 {batch_tok_s_128_2048}：三者都变差了"
-                      "{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}。",
-                "en": "Set --max-num-seqs at least as high as the requests you expect in flight, and do not lower "
-                      "--max-num-batched-tokens for a load like this. With 128 requests sent at once to Qwen3-0.6B "
-                      "({batch_prompt} in, 256 out each), --max-num-seqs 8 "
-                      "delivered {batch_tok_s_8} of output and 128 delivered {batch_tok_s_128} "
-                      "({batch_tok_s_128_vs_8}); the last requests waited {batch_ttft99_8} for their first token (p99) "
-                      "against {batch_ttft99_128}. The price is more requests in each step: an output token took "
-                      "{batch_tpot50_128} instead of {batch_tpot50_8} (median). At 128 sequences, lowering "
-                      "--max-num-batched-tokens from 8192 to 2048 moved the median first token from "
-                      "{batch_ttft50_128_8192} to {batch_ttft50_128_2048} and the time per output token from "
-                      "{batch_tpot50_128} to {batch_tpot50_128_2048}, and output fell to {batch_tok_s_128_2048}: all three "
-                      "worse{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}."},
+        answer={"zh": "--max-num-seqs 设到不低于预期的在途请求数，--max-num-batched-tokens 在这种负载下不要往小调：128 个请求在途时，--max-num-seqs 128 的输出吞吐是 8 的 {batch_tok_s_128_vs_8}（{batch_tok_s_128} 对 {batch_tok_s_8}）。",
+                "en": "Set --max-num-seqs at least as high as the requests you expect in flight, and do not lower --max-num-batched-tokens for a load like this: with 128 requests in flight, --max-num-seqs 128 delivered {batch_tok_s_128_vs_8} the output of 8 ({batch_tok_s_128} against {batch_tok_s_8})."},
+        conditions={"zh": "H200 上的 Qwen3-0.6B，同时发出 128 个请求，每个 {batch_prompt} 输入、256 输出；--max-num-batched-tokens 8192。",
+                    "en": "Qwen3-0.6B on one H200, 128 requests sent at once, {batch_prompt} in and 256 out each; --max-num-batched-tokens 8192."},
+        caveats={"zh": "--max-num-seqs 8 时最后一批请求等首 token 要 {batch_ttft99_8}（p99），128 时是 {batch_ttft99_128}。代价是每步带的请求多了，每个输出 token 从 {batch_tpot50_8} 变成 {batch_tpot50_128}（中位数）。在 128 个序列下把 --max-num-batched-tokens 从 8192 降到 2048，首 token 中位数从 {batch_ttft50_128_8192} 变成 {batch_ttft50_128_2048}，每个输出 token 从 {batch_tpot50_128} 变成 {batch_tpot50_128_2048}，吞吐降到 {batch_tok_s_128_2048}：三者都变差了{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}。",
+                 "en": "At --max-num-seqs 8 the last requests waited {batch_ttft99_8} for their first token (p99) against {batch_ttft99_128} at 128. The price is more requests in each step: an output token took {batch_tpot50_128} instead of {batch_tpot50_8} (median). At 128 sequences, lowering --max-num-batched-tokens from 8192 to 2048 moved the median first token from {batch_ttft50_128_8192} to {batch_ttft50_128_2048} and the time per output token from {batch_tpot50_128} to {batch_tpot50_128_2048}, and output fell to {batch_tok_s_128_2048}: all three worse{batch_2048_ttft_worse}{batch_2048_tpot_worse}{batch_2048_tok_s_worse}."},
         figure="batch-limits",
         unsettled={"zh": "需要在 H200 上按 --max-num-seqs 与 --max-num-batched-tokens 的组合各启动一个服务器，发同样的请求。",
                    "en": "Settling it takes one server per combination of --max-num-seqs and --max-num-batched-tokens on "
