@@ -242,27 +242,12 @@ topic("capacity", facts=FIGURES | {
                    "en": "Settling it takes one start at 0.9 on the H200 and the KV-cache size vLLM logs."}),
     Question(
         ask={"zh": "KV 缓存装满之后会怎样？", "en": "What happens when the KV cache is full?"},
-        answer={"zh": "放不下的请求要排队，最后几个请求的首 token 要等。在 H200 上，--gpu-memory-utilization 0.06 时 KV 缓存只有 "
-                      "{kv_gib_006}，装得下 {fit_006}（都是这种大小）。32 个在途时全都放得下，最慢的首 token（p99）是 "
-                      "{ttft99_006_32}；64 个在途时超出了容量，p99 变成 {ttft99_006_64}（{ttft99_006_growth}），vLLM 抢占了 "
-                      "{preempt_006_64} 次：放不下的请求先排队，或被挤出去以后重算。刚超出容量时中位数几乎看不出来（64 个在途时 0.06 是 "
-                      "{ttft_006_64}，0.2 是 {ttft_02_64}{median_hides_wait}，装满的反而更低，原因这里没有测）：大多数请求仍然马上开始，"
-                      "等的是队尾。远超容量时中位数也要等：128 个在途时 0.06 是 {ttft_006_128}，0.2 是 {ttft_02_128}"
-                      "（{median_waits_far_past}）。"
-                      "0.2 时（装得下 {fit_02}）128 个在途的 p99 首 token 是 {ttft99_02_128}，抢占 {preempt_02_128} 次，"
-                      "输出吞吐 {tok_s_02_128}，是 0.06 时 {tok_s_006_128} 的 {tok_s_02_vs_006}。",
-                "en": "The requests that do not fit queue, and the last ones wait for their first token. On the H200, "
-                      "at --gpu-memory-utilization 0.06 the KV cache had {kv_gib_006}, room for {fit_006} of this size. "
-                      "With 32 in flight all fit and the slowest first token (p99) came after {ttft99_006_32}; with 64, "
-                      "beyond the room, after {ttft99_006_64} ({ttft99_006_growth}), and vLLM preempted "
-                      "{preempt_006_64} times: requests that do not fit wait, or are pushed out and computed again. "
-                      "Just past the room the median hardly shows it (at 64 in flight {ttft_006_64} at 0.06 against "
-                      "{ttft_02_64} at 0.2{median_hides_wait}; the full cache's was even the lower, for a reason not "
-                      "measured here): most requests still start at once, and the tail waits. Far past the room the "
-                      "median waits too: at 128 in flight, {ttft_006_128} at 0.06 against {ttft_02_128} at 0.2 "
-                      "({median_waits_far_past}). At 0.2 (room for "
-                      "{fit_02}) 128 in flight got their p99 first token after {ttft99_02_128}, with {preempt_02_128} "
-                      "preemptions and {tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
+        answer={"zh": "放不下的请求要排队，等的是队尾：--gpu-memory-utilization 0.06（装得下 {fit_006}）时，64 个在途的首 token p99 是 32 个在途时的 {ttft99_006_growth}（{ttft99_006_64} 对 {ttft99_006_32}），vLLM 抢占了 {preempt_006_64} 次。给 KV 缓存留够空间，让预期的在途请求都装得下。",
+                "en": "Requests that do not fit queue, and the tail waits: at --gpu-memory-utilization 0.06 (room for {fit_006}), the p99 first token with 64 in flight took {ttft99_006_growth} as long as with 32 ({ttft99_006_64} against {ttft99_006_32}), and vLLM preempted {preempt_006_64} times. Give the KV cache room for the requests you expect in flight."},
+        conditions={"zh": "H200 上的 Qwen3-0.6B；0.06 时 KV 缓存只有 {kv_gib_006}。",
+                    "en": "Qwen3-0.6B on one H200; at 0.06 the KV cache had {kv_gib_006}."},
+        caveats={"zh": "放不下的请求先排队，或被挤出去以后重算。刚超出容量时中位数几乎看不出来（64 个在途时 0.06 是 {ttft_006_64}，0.2 是 {ttft_02_64}{median_hides_wait}，装满的反而更低，原因这里没有测）：大多数请求仍然马上开始，等的是队尾。远超容量时中位数也要等：128 个在途时 0.06 是 {ttft_006_128}，0.2 是 {ttft_02_128}（{median_waits_far_past}）。0.2 时（装得下 {fit_02}）128 个在途的 p99 首 token 是 {ttft99_02_128}，抢占 {preempt_02_128} 次，输出吞吐 {tok_s_02_128}，是 0.06 时 {tok_s_006_128} 的 {tok_s_02_vs_006}。",
+                 "en": "Requests that do not fit wait, or are pushed out and computed again. Just past the room the median hardly shows it (at 64 in flight {ttft_006_64} at 0.06 against {ttft_02_64} at 0.2{median_hides_wait}; the full cache's was even the lower, for a reason not measured here): most requests still start at once, and the tail waits. Far past the room the median waits too: at 128 in flight, {ttft_006_128} at 0.06 against {ttft_02_128} at 0.2 ({median_waits_far_past}). At 0.2 (room for {fit_02}) 128 in flight got their p99 first token after {ttft99_02_128}, with {preempt_02_128} preemptions and {tok_s_02_128} of output, {tok_s_02_vs_006} the {tok_s_006_128} at 0.06."},
         figure="full-cache",
         unsettled={"zh": "需要在 H200 上以几档显存设置启动，把并发加到 KV 缓存装满。",
                    "en": "Settling it takes starts at several memory settings on the H200 and concurrency raised until "
@@ -270,21 +255,12 @@ topic("capacity", facts=FIGURES | {
     Question(
         ask={"zh": "fp8 KV 缓存是让推理更快，还是只多出空间？",
              "en": "Does an fp8 KV cache make inference faster, or only add room?"},
-        answer={"zh": "同样的 KV 字节数，fp8 装下 {kv_tokens_fp8}，auto（bf16）装下 {kv_tokens_auto}（{kv_tokens_fp8_vs_auto}）。"
-                      "16k token 的提示一次一个请求时，两者几乎一样快：每个输出 token 是 {tpot_fp8_16k} 对 {tpot_auto_16k}{tpot_fp8_vs_auto_16k}，"
-                      "首 token 是 {ttft_fp8_16k} 对 {ttft_auto_16k}。同样的提示 16 个同时在途时，fp8 的输出吞吐是 "
-                      "{tok_s_fp8_16k}，auto 是 {tok_s_auto_16k}（{tok_s_fp8_vs_auto_16k}）。光是这 16 个提示就要 "
-                      "{kv_need_16k}{kv_need_fills_auto}，已经占满 auto 的整个缓存，再加上输出，总有请求要在 auto 里等待 KV 空间或被抢占，"
-                      "在 fp8 里则不必{kv_fp8_holds_all}；这一差距是否全来自于此，还没有确认 {fp8_gap_cause}。Qwen3-8B，虚拟权重：对回答质量的影响这里没有测。",
-                "en": "In the same KV bytes, fp8 held {kv_tokens_fp8} and auto (bf16) {kv_tokens_auto} "
-                      "({kv_tokens_fp8_vs_auto}). With 16k-token prompts one at a time the two were about as fast: an "
-                      "output token took {tpot_fp8_16k} against {tpot_auto_16k}{tpot_fp8_vs_auto_16k} and the first "
-                      "token {ttft_fp8_16k} against {ttft_auto_16k}. With 16 of those prompts in flight, fp8 "
-                      "delivered {tok_s_fp8_16k} of output and auto {tok_s_auto_16k} ({tok_s_fp8_vs_auto_16k}). "
-                      "The 16 prompts alone take {kv_need_16k}{kv_need_fills_auto}, all of auto's cache: with their "
-                      "output, some requests had to wait or be preempted under auto and none had to under fp8"
-                      "{kv_fp8_holds_all}; "
-                      "whether that is the whole gap is not confirmed {fp8_gap_cause}. Qwen3-8B with dummy weights: what fp8 does to the answers is not measured here."},
+        answer={"zh": "主要是多出空间：同样的 KV 字节数，fp8 装下的 token 是 auto（bf16）的 {kv_tokens_fp8_vs_auto}；一次一个请求时两者几乎一样快（每个输出 token {tpot_fp8_16k} 对 {tpot_auto_16k}{tpot_fp8_vs_auto_16k}）。请求因 KV 空间不够而排队时，fp8 才划算。",
+                "en": "Mostly room: in the same KV bytes fp8 held {kv_tokens_fp8_vs_auto} the tokens of auto (bf16), and one request at a time the two were about as fast (an output token {tpot_fp8_16k} against {tpot_auto_16k}{tpot_fp8_vs_auto_16k}). fp8 pays where requests queue for KV space."},
+        conditions={"zh": "H200 上的 Qwen3-8B，16k token 的提示；虚拟权重，对回答质量的影响这里没有测。",
+                    "en": "Qwen3-8B on one H200, 16k-token prompts; dummy weights, so what fp8 does to the answers is not measured here."},
+        caveats={"zh": "fp8 装下 {kv_tokens_fp8}，auto 装下 {kv_tokens_auto}；一次一个请求时首 token 是 {ttft_fp8_16k} 对 {ttft_auto_16k}。同样的提示 16 个同时在途时，fp8 的输出吞吐是 {tok_s_fp8_16k}，auto 是 {tok_s_auto_16k}（{tok_s_fp8_vs_auto_16k}）。光是这 16 个提示就要 {kv_need_16k}{kv_need_fills_auto}，已经占满 auto 的整个缓存，再加上输出，总有请求要在 auto 里等待 KV 空间或被抢占，在 fp8 里则不必{kv_fp8_holds_all}；这一差距是否全来自于此，还没有确认 {fp8_gap_cause}。",
+                 "en": "fp8 held {kv_tokens_fp8} and auto {kv_tokens_auto}; one at a time the first token came after {ttft_fp8_16k} against {ttft_auto_16k}. With 16 of those prompts in flight, fp8 delivered {tok_s_fp8_16k} of output and auto {tok_s_auto_16k} ({tok_s_fp8_vs_auto_16k}). The 16 prompts alone take {kv_need_16k}{kv_need_fills_auto}, all of auto's cache: with their output, some requests had to wait or be preempted under auto and none had to under fp8{kv_fp8_holds_all}; whether that is the whole gap is not confirmed {fp8_gap_cause}."},
         figure="kv-dtype",
         unsettled={"zh": "需要在 H200 上让两个 Qwen3-8B 服务器（auto 与 fp8）分到同样的 KV 字节数，测同样的请求。",
                    "en": "Settling it takes two Qwen3-8B servers on the H200, auto and fp8, with the same KV bytes, "
@@ -304,32 +280,12 @@ topic("capacity", facts=FIGURES | {
                          "the H200, each sent the same requests."}),
     Question(
         ask={"zh": "一张 GPU 上该不该设 --api-server-count？", "en": "Should I set --api-server-count on one GPU?"},
-        answer={"zh": "小模型、高负载时该设：在 H200 上，Qwen3-0.6B、256 个对话请求同时在途时，4 个 API 服务器进程的输出吞吐是 "
-                      "{api_chat_4}，1 个进程时是 {api_chat_1}（{api_chat_4_vs_1}）。1 个进程时拖住服务器的就是它：它用了 "
-                      "{api_chat_cpu_1} 的 CPU（一个 Python 进程差不多就是一个核），引擎核心只用了 {api_engine_cpu_1}；4 个进程时"
-                      "引擎核心忙到 {api_engine_cpu_4}{api_engine_busier_4}，首 token 中位数从 {api_chat_ttft_1} 降到 "
-                      "{api_chat_ttft_4}{api_chat_ttft_4_vs_1}。16 个在途时定节奏的是引擎（它已用到 {api_chat_16_engine_cpu_1}），"
-                      "4 个进程只多出一点：{api_chat_16_1} 对 {api_chat_16_4}（{api_chat_16_4_vs_1}）{api_gain_small_at_16}。"
-                      "每步更慢的 Qwen3-8B 在 256 个在途时 API 服务器只用了 {api_8b_cpu_1}{api_8b_cpu_below_06b}，1 个进程 "
-                      "{api_8b_1}，4 个 {api_8b_4}（{api_8b_4_vs_1}）。嵌入（Qwen3-Embedding-0.6B，256 个在途）的 API 服务器用了 "
-                      "{api_embed_cpu_1}，4 个进程时从 {api_embed_1} 到 {api_embed_4}（{api_embed_4_vs_1}）。"
-                      "vLLM 0.26 的源码里只有 vllm serve 照这个参数启动多个进程，这里的服务器都经它启动：在 CPU 替身上，"
-                      "--api-server-count 2 留下了 {api_processes_cpu} 个 API 服务器进程。",
-                "en": "Yes for a small model at high load: on the H200 with Qwen3-0.6B and 256 chat requests in flight, "
-                      "four API-server processes delivered {api_chat_4} of output against one process's {api_chat_1} "
-                      "({api_chat_4_vs_1}). With one, that process is what limits the server: it used {api_chat_cpu_1} "
-                      "of CPU (one Python process gets about one core) while the engine core used {api_engine_cpu_1}; "
-                      "with four the engine core got busier ({api_engine_cpu_4}{api_engine_busier_4}) and the median "
-                      "first token fell from {api_chat_ttft_1} to {api_chat_ttft_4}{api_chat_ttft_4_vs_1}. At 16 in "
-                      "flight the engine set the pace (already at {api_chat_16_engine_cpu_1}) and four processes added "
-                      "little: {api_chat_16_1} against {api_chat_16_4} ({api_chat_16_4_vs_1}){api_gain_small_at_16}. "
-                      "Qwen3-8B, whose steps take longer, kept its one API server at {api_8b_cpu_1} with 256 in flight"
-                      "{api_8b_cpu_below_06b}; one process delivered {api_8b_1}, four {api_8b_4} ({api_8b_4_vs_1}). For "
-                      "embeddings (Qwen3-Embedding-0.6B, 256 in flight) the one API server used {api_embed_cpu_1}; four "
-                      "took it from {api_embed_1} to {api_embed_4} ({api_embed_4_vs_1}). In vLLM 0.26's source only "
-                      "vllm serve (vllm/entrypoints/cli/serve.py) starts several processes for the flag, and the servers "
-                      "here start through it: on the CPU stand-in, --api-server-count 2 left {api_processes_cpu} "
-                      "API-server processes."},
+        answer={"zh": "小模型、高负载时该设：H200 上 Qwen3-0.6B、256 个对话请求在途时，4 个 API 服务器进程的输出吞吐是 1 个时的 {api_chat_4_vs_1}（{api_chat_4} 对 {api_chat_1}）；1 个进程时拖住服务器的就是它（用了 {api_chat_cpu_1} 的 CPU）。这个参数只有经 vllm serve 启动才生效：在 CPU 替身上，--api-server-count 2 留下了 {api_processes_cpu} 个 API 服务器进程。",
+                "en": "Yes for a small model at high load: on the H200 with Qwen3-0.6B and 256 chat requests in flight, four API-server processes delivered {api_chat_4_vs_1} the output of one ({api_chat_4} against {api_chat_1}); with one, that process ({api_chat_cpu_1} of CPU) limits the server. The flag takes effect only through vllm serve: on the CPU stand-in, --api-server-count 2 left {api_processes_cpu} API-server processes."},
+        conditions={"zh": "H200，默认模式，虚拟权重；vLLM 0.26 的源码里只有 vllm serve 照这个参数启动多个进程，这里的服务器都经它启动。",
+                    "en": "On one H200, default mode, dummy weights; in vLLM 0.26's source only vllm serve (vllm/entrypoints/cli/serve.py) starts several processes for the flag, and the servers here start through it."},
+        caveats={"zh": "1 个进程时引擎核心只用了 {api_engine_cpu_1}；4 个进程时引擎核心忙到 {api_engine_cpu_4}{api_engine_busier_4}，首 token 中位数从 {api_chat_ttft_1} 降到 {api_chat_ttft_4}{api_chat_ttft_4_vs_1}。16 个在途时定节奏的是引擎（它已用到 {api_chat_16_engine_cpu_1}），4 个进程只多出一点：{api_chat_16_1} 对 {api_chat_16_4}（{api_chat_16_4_vs_1}）{api_gain_small_at_16}。每步更慢的 Qwen3-8B 在 256 个在途时 API 服务器只用了 {api_8b_cpu_1}{api_8b_cpu_below_06b}，1 个进程 {api_8b_1}，4 个 {api_8b_4}（{api_8b_4_vs_1}）。嵌入（Qwen3-Embedding-0.6B，256 个在途）的 API 服务器用了 {api_embed_cpu_1}，4 个进程时从 {api_embed_1} 到 {api_embed_4}（{api_embed_4_vs_1}）。",
+                 "en": "With one process the engine core used {api_engine_cpu_1}; with four it got busier ({api_engine_cpu_4}{api_engine_busier_4}) and the median first token fell from {api_chat_ttft_1} to {api_chat_ttft_4}{api_chat_ttft_4_vs_1}. At 16 in flight the engine set the pace (already at {api_chat_16_engine_cpu_1}) and four processes added little: {api_chat_16_1} against {api_chat_16_4} ({api_chat_16_4_vs_1}){api_gain_small_at_16}. Qwen3-8B, whose steps take longer, kept its one API server at {api_8b_cpu_1} with 256 in flight{api_8b_cpu_below_06b}; one process delivered {api_8b_1}, four {api_8b_4} ({api_8b_4_vs_1}). For embeddings (Qwen3-Embedding-0.6B, 256 in flight) the one API server used {api_embed_cpu_1}; four took it from {api_embed_1} to {api_embed_4} ({api_embed_4_vs_1})."},
         figure="api-server-count",
         unsettled={"zh": "需要在 H200 上用 vllm serve 以 --api-server-count 1、2、4 分别跑对话和嵌入，记录吞吐、TTFT 和各进程的 CPU 占用。",
                    "en": "Settling it takes chat and embeddings served through `vllm serve` at --api-server-count 1, 2 "
