@@ -1,9 +1,10 @@
 """``nox -s chapter -- NAME --zh 中文标题 --en "English title"``: a new chapter that measures as written.
 
-Writes docs/NAME.zh.md and docs/NAME.en.md (the answers block, a table, the reproduce box), the questions they answer
-as named facts (measure/site/facts/NAME.py), an
-experiment module that measures one load point of the profile's chat model end to end (one server, rows with
-their spread over rounds, a plan for --dry-run), a test, and a nav entry in Chinese with its English translation.
+Writes docs/NAME.zh.md and docs/NAME.en.md (the answers block, a table cited by name, the reproduce box, the "Also in
+the data" list, the glossary), the questions they answer and the table they show as named facts
+(measure/site/facts/NAME.py), an experiment module that measures one load point of the profile's chat model end to
+end (one server, rows with their spread over rounds, a plan for --dry-run), a test, and a nav entry in Chinese with its
+English translation.
 The contributor then edits the experiment and the pages into the chapter they mean to write.
 """
 
@@ -30,9 +31,13 @@ PAGE = {
 
 ## 测量结果 { #measurements }
 
-{{ table("__NAME__.decode") }}
+{{ fact("__NAME__.decode_table") }}
 
 {{ reproduce("__NAME__") }}
+
+{{ also_in_data() }}
+
+--8<-- "glossary.zh.md"
 """,
     "en": """# __EN__
 
@@ -46,9 +51,13 @@ Turn the experiment, the questions and the prose into what this chapter is about
 
 ## Measurements { #measurements }
 
-{{ table("__NAME__.decode") }}
+{{ fact("__NAME__.decode_table") }}
 
 {{ reproduce("__NAME__") }}
+
+{{ also_in_data() }}
+
+--8<-- "glossary.en.md"
 """,
 }
 
@@ -58,14 +67,19 @@ Written by ``nox -s chapter``. Each fact names one selection of data; each quest
 both languages. Edit the questions into the ones this chapter settles (see docs/contributing.en.md).
 """
 
-from measure.site.facts import Question, Value, topic
+from measure.site.facts import Question, Table, Value, topic
 
 
 def decode(column: str, digits: int) -> Value:
     return Value("__NAME__.decode", column, {"concurrency": 2}, {"digits": digits, "show_range": True})
 
 
-topic("__NAME__", facts={
+# The tables and charts the pages show, declared once: both languages cite them by name (fact("__NAME__.decode_table"))
+FIGURES = {
+    "decode_table": Table("__NAME__.decode"),
+}
+
+topic("__NAME__", facts=FIGURES | {
     "tok_s": decode("output_tok_s", 0),
     "tpot": decode("tpot_ms", 1),
 }, questions=(

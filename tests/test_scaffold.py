@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,11 @@ def test_the_scaffold_writes_a_measuring_experiment_and_nav_in_both_languages(tm
     en_page = (clone / "docs" / f"{NAME}.en.md").read_text(encoding="utf-8")
     assert zh_page.startswith(f"# 采样：n 与温度\n\n{{{{ answers(\"{NAME}\") }}}}")
     assert en_page.startswith(f"# Sampling: n and temperature\n\n{{{{ answers(\"{NAME}\") }}}}")
+    # what the site's own lints ask of a page (test_page_lints.py), so a new chapter passes `nox -s quick` as written:
+    # its table cited by name from the facts module, the "Also in the data" list, the glossary
+    for page, lang in ((zh_page, "zh"), (en_page, "en")):
+        assert not re.search(r"\{\{\s*(table|chart|matrix)\(", page) and f'fact("{NAME}.decode_table")' in page
+        assert "{{ also_in_data() }}" in page and page.rstrip().endswith(f'--8<-- "glossary.{lang}.md"')
     # The experiment imports, runs (not pending), plans one step on the chat model, and its pages make the same
     # claims in both languages; its test file collects.
     out = in_clone(clone, f"""
@@ -77,7 +83,7 @@ print(json.dumps({{"pending": exp.pending, "roles": [s.server.model_role for s i
     assert found["file"].startswith(str(clone))
     assert found["pending"] == "" and found["roles"] == ["chat"] and found["requests"][0] > 0
     assert found["title"] == {"zh": "采样：n 与温度", "en": "Sampling: n and temperature"}
-    assert found["same"] and {f"{NAME}.tok_s", f"{NAME}.tpot"} <= set(found["keys"])
+    assert found["same"] and {f"{NAME}.tok_s", f"{NAME}.tpot", f"{NAME}.decode:table"} <= set(found["keys"])
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", f"tests/test_chapter_{NAME}.py"],
                                cwd=clone, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(clone)})
     assert collected.returncode == 0 and "2 tests collected" in collected.stdout, collected.stdout + collected.stderr

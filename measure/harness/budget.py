@@ -13,7 +13,8 @@ from measure.harness.profiles import Profile
 from measure.store import PROVENANCE_FILE
 
 # Which experiments a budget takes first: the questions readers ask most (../shared/notes/user-questions.md, the
-# site's FAQ) and the check every throughput figure leans on (our client against vllm bench serve), then the rest.
+# site's FAQ) and the check every throughput figure leans on (our client against vllm bench serve), then the rest;
+# an experiment not named here (a new chapter's) comes after them, by name.
 PRIORITY = (
     "api_servers",        # does --api-server-count help on one GPU (chat, embeddings)
     "capacity",           # what --gpu-memory-utilization buys; how many requests fit; the decode floor

@@ -1,7 +1,8 @@
 """Reader-facing names of dataset columns, per language: table headers and chart axes use them (the column's
 id and its description stay in the header's tooltip). A test requires one for every declared column.
 
-A column name means the same thing in every dataset that uses it; a page can still pass its own ``labels=``.
+A column name means the same thing in every dataset that uses it; where one dataset's readers need more, its
+entry in ``DATASET_LABELS`` says so. Pages pass no ``labels=`` (tests/test_page_lints.py).
 """
 
 from __future__ import annotations
