@@ -436,7 +436,7 @@ VALUE_ZH = {
     "flat out": "全速", "paced": "定速",
     "ITL median": "ITL 中位数", "TPOT median": "TPOT 中位数", "TTFT mean": "TTFT 均值", "TTFT median": "TTFT 中位数",
     "end-to-end median": "端到端中位数", "latency median (to headers)": "延迟中位数（到响应头）",
-    "output throughput": "输出吞吐", "request throughput": "请求吞吐", "chat": "对话", "chat (streamed)": "对话（流式）", "embeddings": "嵌入",
+    "output throughput": "输出吞吐", "request throughput": "请求吞吐", "chat": "对话", "chat (streamed)": "对话（流式）", "completions": "补全", "embeddings": "嵌入",
     "this site": "本站", "vLLM's own": "vLLM 自带",
     # LoRA
     "speculative decoding (ngram)": "投机解码（ngram）", "largest slowdown reported": "报告的最大变慢",
