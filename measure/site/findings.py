@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from measure.schema import CLIENT_LOAD, SETTING, DatasetSchema
+from measure.site.render.formatting import plain, recorded_range
 from measure.store import Environment, Store
 
 EFFECT_RATIO = 2.0
@@ -48,15 +49,21 @@ def figure_columns(schema: DatasetSchema) -> list[str]:
             and not c.name.endswith(("_min", "_max"))]
 
 
-def _bounds(row: pd.Series, column: str) -> tuple[float, float]:
-    value = float(row[column])
-    stem = column[: -len("_value")] if column.endswith("_value") else column  # base_value's repeats: base_min, base_max
-    low, high = row.get(f"{stem}_min"), row.get(f"{stem}_max")
-    return (value if low is None or pd.isna(low) else float(low), value if high is None or pd.isna(high) else float(high))
+def _bounds(schema: DatasetSchema, row: pd.Series, column: str) -> tuple[float, float]:
+    """The figure's recorded range, else the figure itself at both ends."""
+    return recorded_range(schema, row, column) or (float(row[column]),) * 2
 
 
 def effects(store: Store, env: Environment, dataset: str) -> list[Effect]:
-    """The effects in one dataset of one environment, strongest first within each (figure, condition)."""
+    """The effects in one dataset of one environment, strongest first within each (figure, condition); found once
+    per store (the page scan and each language's build ask for the same)."""
+    known = store.__dict__.setdefault("_effects", {})
+    if (env.name, dataset) not in known:
+        known[env.name, dataset] = _find_effects(store, env, dataset)
+    return known[env.name, dataset]
+
+
+def _find_effects(store: Store, env: Environment, dataset: str) -> list[Effect]:
     schema = store.schema(dataset)
     frame = store.frame(env, dataset)
     key = [k for k in schema.key if k in frame.columns and k not in NAMING_COLUMNS]
@@ -70,14 +77,10 @@ def effects(store: Store, env: Environment, dataset: str) -> list[Effect]:
             low, high = (a, b) if a[column] <= b[column] else (b, a)
             if float(low[column]) <= 0:
                 continue
-            beyond = _bounds(high, column)[0] / _bounds(low, column)[1]
+            beyond = _bounds(schema, high, column)[0] / _bounds(schema, low, column)[1]
             if beyond >= EFFECT_RATIO:
                 found.setdefault((column, differ[0]), []).append(Pair(
-                    {k: _plain(low[k]) for k in [*key, column]}, {k: _plain(high[k]) for k in [*key, column]},
+                    {k: plain(low[k]) for k in [*key, column]}, {k: plain(high[k]) for k in [*key, column]},
                     float(high[column]) / float(low[column]), beyond))
     return [Effect(env.name, dataset, column, condition, tuple(sorted(pairs, key=lambda p: -p.ratio)))
             for (column, condition), pairs in found.items()]
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value

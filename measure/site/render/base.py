@@ -20,12 +20,13 @@ from measure.site.render.formatting import (
     cpu_words,
     format_number,
     inline_code,
+    plain,
     saturation,
     short_revision,
     title_attr_value,
     units_kept,
 )
-from measure.site.render.vocabulary import SOURCE_MARK, TEXT, Claim, EmptySelection, Figure, t
+from measure.site.render.vocabulary import TEXT, Claim, EmptySelection, Figure, t
 from measure.store import Environment, Store, select
 
 
@@ -62,8 +63,7 @@ class RendererBase:
     # ---- helpers -------------------------------------------------------------------------
     def _remember(self, key: str, number) -> None:
         """A value's number under its claim key, for ``compare`` further down the page."""
-        if hasattr(number, "item"):
-            number = number.item()
+        number = plain(number)
         if isinstance(number, (int, float)) and not isinstance(number, bool):
             self.numbers[key] = float(number)
 
@@ -118,13 +118,14 @@ class RendererBase:
 
     def _source_link(self, env: Environment, dataset: str, setting: bool = False, named: bool = False) -> str:
         """The link to the data file, its provenance (hardware, versions, revision, date) on hover: after a figure
-        in prose a small mark (SOURCE_MARK), in a table's source column or below a chart the source's short name
+        in prose an empty link claims.css draws an information icon in (a glyph such as ⓘ
+        is missing from many fonts), in a table's source column or below a chart the source's short name
         (``named``: H200, CPU, the article). ``setting``: beside a value the run was set to, which once_per_source
         passes over for a measured figure of the same file."""
         href = f"{self.data_url}{env.name}/{dataset}.csv"
         name = self._source_name(env)
         css = "claim-src" + (" claim-src-named" if named else "") + (f" {SETTING_SOURCE}" if setting else "")
-        label = html.escape(name) if named else SOURCE_MARK
+        label = html.escape(name) if named else ""
         aria = "" if named else f' aria-label="{html.escape(t("source", self.lang))}: {html.escape(name)}"'
         return (f'<a class="{css}" href="{html.escape(href)}"{aria} '
                 f'title="{title_attr_value(self.provenance_text(env, dataset))}">{label}</a>')

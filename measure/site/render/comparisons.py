@@ -10,7 +10,7 @@ from measure.schema import DatasetSchema, SchemaError, UnknownName
 from measure.site import cards
 from measure.site.labels import column_label, unit_label, value_label, with_unit
 from measure.site.render.formatting import format_number, title_attr_value
-from measure.site.render.vocabulary import RELATIONS, EmptySelection, t
+from measure.site.render.vocabulary import RELATIONS, EmptySelection, Figure, t
 from measure.store import Environment
 
 
@@ -145,8 +145,12 @@ class Comparisons:
             weak_card=verdict.weaker.card, strong_card=verdict.stronger.card,
             weak=reading(verdict.weaker), strong=reading(verdict.stronger))]
 
+    def _printed_figure(self, key: str) -> Figure | None:
+        return next((f for f in reversed(self.figures) if f.key == key), None)
+
     def _figure_env(self, key: str) -> str | None:
-        return next((f.env for f in reversed(self.figures) if f.key == key), None)
+        figure = self._printed_figure(key)
+        return figure.env if figure else None
 
     def compare(self, left: str, relation: str, right: str, *, digits: int = 2, show: bool = True,
                 varies: tuple[str, ...] = ()) -> str:
@@ -164,7 +168,9 @@ class Comparisons:
                                   " earlier on this page (give the value key=...)")
         cards.check_same_card(self.store, f"{self.page}: compare({left!r}, {relation!r}, {right!r})",
                               self._figure_env(left), self._figure_env(right))
-        self._check_like_with_like(left, relation, right, varies)
+        differ = self._check_like_with_like(left, relation, right, varies)
+        if differ is not None and len(differ) == 1:
+            self._note_said_effect(left, right, differ[0])
         a, b = self.numbers[left], self.numbers[right]
         key = f"compare:{left}{relation}{right}"
         words = f"{self.texts.get(left, left)} {relation} {self.texts.get(right, right)}"
@@ -198,18 +204,14 @@ class Comparisons:
         return (f'<span class="claim-value claim-compare claim-number" title="{title_attr_value(ratio_of)}">'
                 f"{html.escape(with_unit(format_number(ratio, self.lang, digits), '×', self.lang))}</span>")
 
-
-    def _check_like_with_like(self, left: str, relation: str, right: str, varies: tuple[str, ...]) -> None:
+    def _check_like_with_like(self, left: str, relation: str, right: str, varies: tuple[str, ...]) -> list[str] | None:
         """A comparison varies one condition: fail, naming both rows' conditions, where the two figures' rows differ
-        in more recorded conditions (their shared key columns and the environment) than one, or than ``varies``."""
+        in more recorded conditions (their shared key columns and the environment) than one, or than ``varies``.
+        Returns the conditions they differ in (None where a side records none)."""
         a, b = self.conditions.get(left), self.conditions.get(right)
         if a is None or b is None:
-            return
+            return None
         differ = sorted(k for k in set(a) & set(b) if a[k] != b[k])
-        sides = [next((f for f in reversed(self.figures) if f.key == k), None) for k in (left, right)]
-        if len(differ) == 1 and all(sides) and sides[0].dataset == sides[1].dataset \
-                and sides[0].column == sides[1].column:  # a sentence that says this effect (also_in_data)
-            self.compared_effects.add((sides[0].dataset, sides[0].column, differ[0]))
         allowed = set(varies) if varies else set(differ[:1])
         extra = [k for k in differ if k not in allowed]
         if extra:
@@ -222,6 +224,13 @@ class Comparisons:
         if unknown:
             raise SchemaError(f"{self.page}: compare({left!r}, {relation!r}, {right!r}) declares varies={unknown}, "
                               f"but both rows have the same {', '.join(unknown)}: drop it")
+        return differ
+
+    def _note_said_effect(self, left: str, right: str, condition: str) -> None:
+        """Two rows of one figure set apart in ``condition``: the sentence says that effect (also_in_data)."""
+        sides = [self._printed_figure(key) for key in (left, right)]
+        if all(sides) and (sides[0].dataset, sides[0].column) == (sides[1].dataset, sides[1].column):
+            self.compared_effects.add((sides[0].dataset, sides[0].column, condition))
 
     def _within_noise(self, left: str, right: str) -> bool | None:
         """Whether two values' recorded ranges (slowest to fastest repeat) overlap: then their difference is inside

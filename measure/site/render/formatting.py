@@ -161,6 +161,21 @@ def _spread_stem(column: str) -> str:
     return column[: -len("_value")] if column.endswith("_value") else column
 
 
+def recorded_range(schema: DatasetSchema, row, column: str) -> tuple[float, float] | None:
+    """A figure's slowest and fastest repeat where its row records them (``COLUMN_min``/``_max``, or ``base_min`` for
+    ``base_value``), else None."""
+    stem = _spread_stem(column)
+    if not {f"{stem}_min", f"{stem}_max"} <= schema.by_column.keys():
+        return None
+    low, high = row[f"{stem}_min"], row[f"{stem}_max"]
+    return None if pd.isna(low) or pd.isna(high) else (float(low), float(high))
+
+
+def plain(value):
+    """A cell as a plain Python value: numpy's scalars compare and print as their Python twins (an int64 is no int)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def _stand_in_rows(env_obj: Environment, dataset: str, rows: pd.DataFrame) -> pd.Series:
     """Which rows come from a CPU stand-in (``tiny-*``): by the row's model, or else by the dataset's servers."""
     if "model" in rows.columns:

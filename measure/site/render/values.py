@@ -11,9 +11,10 @@ from measure.schema import SETTING, DatasetSchema, SchemaError, UnknownName
 from measure.site.labels import unit_label, value_label, with_unit
 from measure.site.render.formatting import (
     VERBATIM_COLUMNS,
-    _spread_stem,
     _verbatim_names,
     format_number,
+    plain,
+    recorded_range,
     title_attr_value,
 )
 from measure.site.render.vocabulary import Figure, t
@@ -72,7 +73,7 @@ class Values:
             if len(rows) == 0 or pd.isna(rows.iloc[0][column]):
                 continue
             raw = rows.iloc[0][column]
-            raw = raw.item() if hasattr(raw, "item") else raw  # numpy's int64 is no int: its unit lost the no-break space
+            raw = plain(raw)  # numpy's int64 is no int: its unit lost the no-break space
             if expect is not None and raw != expect:
                 raise SchemaError(f"{self.page}: the text relies on {dataset}.{column} where {where} in {candidate.name} "
                                   f"being {expect!r}, but it is {raw!r}; rewrite the sentence or re-check the data")
@@ -105,9 +106,10 @@ class Values:
             guard = self.badge("unconfirmed", reason) if saturated else ""
             spread = self._range_text(schema, rows.iloc[0], column, scale, digits)
             self.conditions[claim_key] = {"environment": candidate.name} | {
-                name: _plain(rows.iloc[0][name]) for name in schema.key if name in rows.columns}
-            if numeric and spread:
-                low, high = (float(rows.iloc[0][f"{_spread_stem(column)}_{end}"]) * scale for end in ("min", "max"))
+                name: plain(rows.iloc[0][name]) for name in schema.key if name in rows.columns}
+            bounds = recorded_range(schema, rows.iloc[0], column) if numeric else None
+            if bounds:
+                low, high = (end * scale for end in bounds)
                 printed = f"{format_number(low, self.lang, digits)}–{format_number(high, self.lang, digits)}"
                 self.ranges[claim_key] = (low, high, text, printed)
             if show_range and not spread:
@@ -133,12 +135,10 @@ class Values:
     def _range_text(self, schema: DatasetSchema, row, column: str, scale: float, digits: int | None) -> str:
         """'5 repeats, 34,349–45,108' where the row records the figure's range, else ''."""
         names = schema.by_column
-        stem = _spread_stem(column)
-        if not {f"{stem}_min", f"{stem}_max"} <= names.keys():
+        bounds = recorded_range(schema, row, column)
+        if bounds is None:
             return ""
-        low, high = row[f"{stem}_min"], row[f"{stem}_max"]
-        if pd.isna(low) or pd.isna(high):
-            return ""
+        low, high = bounds
         counted = next(((c, row[c]) for c in ("repeats", "rounds", "requests") if c in names and not pd.isna(row[c])),
                        (None, None))
         if counted[0] is None:  # the dataset counts neither repeats nor requests: the range alone
@@ -146,9 +146,3 @@ class Values:
         return t("range_requests" if counted[0] == "requests" else "range", self.lang).format(
             n=format_number(counted[1], self.lang, 0) if counted[1] is not None else "?",
             low=format_number(low * scale, self.lang, digits), high=format_number(high * scale, self.lang, digits))
-
-
-
-def _plain(value):
-    """A row's cell as a plain Python value (numpy's scalars compare and print as their Python twins)."""
-    return value.item() if hasattr(value, "item") else value

@@ -151,9 +151,6 @@ STATUSES = ("measured", "cited", "not_measured", "unconfirmed")
 # "smaller"/"larger" in prose needs a visible gap: two figures within TIE_MARGIN of each other are a tie (≈), and
 # "lowest"/"highest" claims that allow a tie use ≤/≥.
 TIE_MARGIN = 0.02
-# After a figure in prose: the link to its data, its provenance on hover (a machine id in the text read as noise).
-# The link holds no text: claims.css draws an information icon in it (a glyph such as ⓘ is missing from many fonts)
-SOURCE_MARK = ""
 RELATIONS = {
     "<": (lambda r: r < 1 - TIE_MARGIN, f"smaller (by more than {TIE_MARGIN:.0%}) than"),
     ">": (lambda r: r > 1 + TIE_MARGIN, f"larger (by more than {TIE_MARGIN:.0%}) than"),
