@@ -9,6 +9,7 @@ the front end is the same on every rung. Dummy weights: fixed input and output l
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -219,7 +220,7 @@ class TuningLadder(Experiment):
         steps = sorted({step for step, _ in rows})
         for c in s["concurrency"]:
             best, unchanged, worse = None, [], []
-            for before, step in zip(steps, steps[1:]):
+            for before, step in itertools.pairwise(steps):
                 mine, prev = rows.get((step, c)), rows.get((before, c))
                 if mine is None or prev is None:
                     continue
