@@ -94,8 +94,8 @@ LADDER = DatasetSchema(
 
 
 # The figures each rung is compared on with the rung before, and whether higher is better
-COMPARED = {"output_tok_s": True, "ttft_p50_ms": False, "ttft_p99_ms": False, "tpot_p50_ms": False,
-            "tpot_p99_ms": False}
+COMPARED = {"output_tok_s": ("output throughput", True), "ttft_p50_ms": ("TTFT p50", False),
+            "ttft_p99_ms": ("TTFT p99", False), "tpot_p50_ms": ("TPOT p50", False), "tpot_p99_ms": ("TPOT p99", False)}
 NO_CHANGE = "no measurable change"
 
 GAINS = DatasetSchema(
@@ -111,7 +111,7 @@ GAINS = DatasetSchema(
         Column("added", "str", doc="the flags this rung adds"),
         Column("previous", "str", doc="the rung before"),
         Column("concurrency", "int", "requests"),
-        Column("metric", "str", doc="a column of tuning_ladder.rungs"),
+        Column("metric", "str", doc="the figure compared: output throughput, TTFT p50 or p99, TPOT p50 or p99"),
         Column("ratio", "float", "×"),
         Column("ratio_low", "float", "×"),
         Column("ratio_high", "float", "×"),
@@ -224,11 +224,11 @@ class TuningLadder(Experiment):
                 mine, prev = rows.get((step, c)), rows.get((before, c))
                 if mine is None or prev is None:
                     continue
-                for metric, higher_better in COMPARED.items():
-                    ratio, low, high, said = verdict(tuple(mine[metric + k] for k in ("", "_min", "_max")),
-                                                     tuple(prev[metric + k] for k in ("", "_min", "_max")),
+                for column, (metric, higher_better) in COMPARED.items():
+                    ratio, low, high, said = verdict(tuple(mine[column + k] for k in ("", "_min", "_max")),
+                                                     tuple(prev[column + k] for k in ("", "_min", "_max")),
                                                      higher_better)
-                    if metric == "output_tok_s":
+                    if column == "output_tok_s":
                         if said == "better" and (best is None or ratio > best[1]):
                             best = (mine, ratio)
                         (unchanged if said == NO_CHANGE else worse if said == "worse" else []).append(mine["added"])

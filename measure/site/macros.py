@@ -1,6 +1,7 @@
 """mkdocs-macros entry point: the claim vocabulary, bound to the page being rendered.
 
-Pages may call: value, table, chart, matrix, unconfirmed, not_measured, compare, claims_status, reproduce.
+Pages may call: value, table, chart, matrix, unconfirmed, not_measured, compare, claims_status, reproduce,
+server_commands.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ STATUS_TEXT = {
 PENDING_TEXT = {
     "zh": "实验 {} 目前只声明了数据集，运行部分尚待完成。",
     "en": "Experiment {} declares its datasets but cannot run yet.",
+}
+SERVER_COMMANDS_TEXT = {
+    "zh": ("服务器命令", "{env} 上测 {dataset} 时启动的每个 vLLM 服务器（按启动顺序）：", "{dataset} 在 {env} 上还没有数据。"),
+    "en": ("Server commands", "Every vLLM server started for {dataset} on {env}, in the order they started:",
+           "{dataset} has no data on {env} yet."),
 }
 REPRODUCE_TEXT = {
     "zh": ("复现本页", "在你自己的机器上重新测量本页的数据，然后重建站点："),
@@ -105,6 +111,11 @@ def define_env(env):
         return f'<div class="claim-table"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
     @stashed
+    def server_commands(dataset: str, env_name: str) -> str:
+        """A folded box with the full command of every server behind ``dataset`` in environment ``env_name``."""
+        return server_commands_box(store, page_lang(env.page.file.src_uri), dataset, env_name)
+
+    @stashed
     def reproduce(*experiments: str) -> str:
         """A box with the exact commands that re-measure this page's experiments."""
         return reproduce_box(store, page_lang(env.page.file.src_uri), experiments)
@@ -161,6 +172,29 @@ def claim_words(claim, store, lang: str) -> str:
     if claim.dataset:
         return store.schema(claim.dataset).title.get(lang) or claim.dataset
     return claim.detail
+
+
+def server_commands_box(store, lang: str, dataset: str, env_name: str) -> str:
+    """The full command of each server behind a dataset (from the environment's provenance), escaped."""
+    import shlex
+
+    store.schema(dataset)  # an unknown dataset fails the build
+    environment = store.env(env_name)
+    title, lead, missing = SERVER_COMMANDS_TEXT[lang]
+    if environment is None or not environment.has(dataset):
+        return f'<p class="server-commands">{html.escape(missing.format(dataset=dataset, env=env_name))}</p>'
+    servers = environment.provenance.get("servers") or {}
+    names = [s for s in environment.dataset_provenance(dataset).get("servers", []) if s in servers]
+    # the order the experiment's run started them in; a server started for an earlier experiment first
+    experiment = environment.dataset_provenance(dataset).get("experiment", "")
+    starts = ((environment.provenance.get("experiments") or {}).get(experiment) or {}).get("server_starts") or []
+    order = {start["server"]: i for i, start in reversed(list(enumerate(starts))) if "server" in start}
+    names.sort(key=lambda s: (order.get(s, len(order)), s))
+    items = "".join(f"<li><code>{html.escape(name)}</code><pre><code>"
+                    f"{html.escape(shlex.join(str(a) for a in servers[name].get('command') or []))}</code></pre></li>"
+                    for name in names)
+    return (f'<details class="server-commands"><summary>{html.escape(title)}</summary>'
+            f"<p>{html.escape(lead.format(dataset=dataset, env=env_name))}</p><ol>{items}</ol></details>")
 
 
 def reproduce_box(store, lang: str, experiments: tuple[str, ...]) -> str:

@@ -95,7 +95,7 @@ def _scan(docs_dir: Path, store: Store) -> list[Claim]:
         renderer = ClaimRenderer(store, page_lang(rel), rel)
         names = renderer.macros()
         names["claims_status"] = lambda *a, **k: ""  # the status page lists claims; it makes none
-        names["reproduce"] = lambda *a, **k: ""
+        names["reproduce"] = names["server_commands"] = lambda *a, **k: ""  # boxes of commands: no claims
         source = path.read_text(encoding="utf-8")
         try:
             jenv.from_string(source).render(**names)

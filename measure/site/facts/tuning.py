@@ -1,0 +1,184 @@
+"""Where to start tuning (docs/tuning.*.md): the tuning ladder, --max-model-len, n-gram speculation, reranking under
+concurrency and image size limits, on the H200; the CPU stand-in's figures in their own section."""
+
+from measure.site.facts import Chart, NotMeasured, Question, Ratio, Table, Value, topic
+
+H200 = "gpu-1x-nvidia-h200"
+CPU = "cpu-2c-x86-64"
+
+
+def on_h200(dataset: str, column: str, where: dict, digits: int | None = None, spread: bool = False) -> Value:
+    options = {"env": H200} | ({"digits": digits} if digits is not None else {}) | ({"show_range": True} if spread else {})
+    return Value(dataset, column, where, options)
+
+
+def best(column: str, concurrency: int, digits: int | None = None) -> Value:
+    return on_h200("tuning_ladder.best", column, {"concurrency": concurrency}, digits)
+
+
+def length(column: str, setting: str, digits: int = 0, spread: bool = False) -> Value:
+    return on_h200("max_model_len.settings", column, {"max_model_len": setting}, digits, spread)
+
+
+def speculation(column: str, mode: str, concurrency: int, digits: int = 2, spread: bool = True) -> Value:
+    return on_h200("spec_ngram.compare", column, {"speculation": mode, "concurrency": concurrency}, digits, spread)
+
+
+def rerank(column: str, documents: int, concurrency: int, digits: int = 0) -> Value:
+    return on_h200("rerank_concurrency.load", column, {"documents": documents, "concurrency": concurrency}, digits,
+                   spread=True)
+
+
+def image(column: str, set_in: str, max_pixels: str, digits: int = 0, spread: bool = False) -> Value:
+    return on_h200("image_limits.tokens", column, {"set_in": set_in, "max_pixels": max_pixels, "side": 1344}, digits,
+                   spread)
+
+
+LADDER_COLUMNS = ["step", "added", "concurrency", "output_tok_s", "output_tok_s_min", "output_tok_s_max", "ttft_p50_ms",
+                  "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "prefix_hit_share"]
+# The tables and charts the page shows, declared once: both languages cite them by name
+FIGURES = {
+    "ladder_chart": Chart("tuning_ladder.rungs", x="step", y="output_tok_s", color="concurrency", kind="bar", env=H200,
+        title={"zh": "每一级的输出吞吐（第 0 级为 vLLM 默认）", "en": "Output throughput per rung (step 0: vLLM's defaults)"},
+        spread=("output_tok_s_min", "output_tok_s_max")),
+    "ladder_table": Table("tuning_ladder.rungs", env=H200, columns=LADDER_COLUMNS),
+    "gains_table": Table("tuning_ladder.gains", env=H200,
+        columns=["step", "added", "concurrency", "metric", "ratio", "ratio_low", "ratio_high", "verdict"]),
+    "length_table": Table("max_model_len.settings", env=H200,
+        columns=["max_model_len", "context_tokens", "kv_cache_tokens", "max_concurrency", "startup_s", "output_tok_s",
+                 "output_tok_s_min", "output_tok_s_max", "ttft_p50_ms", "tpot_p50_ms"]),
+    "spec_table": Table("spec_ngram.compare", env=H200,
+        columns=["speculation", "concurrency", "tpot_p50_ms", "tpot_p50_ms_min", "tpot_p50_ms_max", "output_tok_s",
+                 "draft_tokens_per_output", "acceptance", "started"]),
+    "rerank_chart": Chart("rerank_concurrency.load", x="concurrency", y="pairs_per_s", color="documents", env=H200,
+        kind="scatter", title={"zh": "并发下每秒打分的查询–文档对", "en": "Query–document pairs scored per second under concurrency"},
+        spread=("pairs_per_s_min", "pairs_per_s_max")),
+    "rerank_table": Table("rerank_concurrency.load", env=H200,
+        columns=["documents", "concurrency", "pairs_per_s", "pairs_per_s_min", "pairs_per_s_max", "latency_p50_ms",
+                 "latency_p99_ms", "pair_tokens"]),
+    "image_table": Table("image_limits.tokens", env=H200,
+        columns=["set_in", "max_pixels", "side", "prompt_tokens", "ttft_ms", "ttft_ms_min", "ttft_ms_max", "kv_mib",
+                 "encoder_cache_budget_tokens"]),
+    "ladder_table_cpu": Table("tuning_ladder.rungs", env=CPU, columns=LADDER_COLUMNS, collapsed=True,
+        key="tuning_ladder.rungs:table:cpu"),
+    "length_table_cpu": Table("max_model_len.settings", env=CPU, collapsed=True, key="max_model_len.settings:table:cpu",
+        columns=["max_model_len", "context_tokens", "kv_cache_tokens", "max_concurrency", "startup_s", "output_tok_s"]),
+    "spec_table_cpu": Table("spec_ngram.compare", env=CPU, collapsed=True, key="spec_ngram.compare:table:cpu",
+        columns=["speculation", "concurrency", "tpot_p50_ms", "output_tok_s", "acceptance", "started", "error"]),
+    "rerank_table_cpu": Table("rerank_concurrency.load", env=CPU, collapsed=True, key="rerank_concurrency.load:table:cpu",
+        columns=["documents", "concurrency", "pairs_per_s", "latency_p50_ms", "latency_p99_ms"]),
+    "image_table_cpu": Table("image_limits.tokens", env=CPU, collapsed=True, key="image_limits.tokens:table:cpu",
+        columns=["set_in", "max_pixels", "side", "prompt_tokens", "ttft_ms", "kv_mib"]),
+}
+
+topic("tuning", facts=FIGURES | {
+    "best_256": best("best_added", 256),
+    "gain_256": best("best_gain", 256, 2),
+    "best_64": best("best_added", 64),
+    "gain_64": best("best_gain", 64, 2),
+    "kv_4k": length("kv_cache_tokens", "4096"),
+    "kv_own": length("kv_cache_tokens", "model's own"),
+    "kv_4k_vs_own": Ratio("kv_4k", "~", "kv_own"),
+    "concurrency_4k": length("max_concurrency", "4096", 1),
+    "concurrency_own": length("max_concurrency", "model's own", 1),
+    "tok_s_4k": length("output_tok_s", "4096", spread=True),
+    "tok_s_own": length("output_tok_s", "model's own", spread=True),
+    "tok_s_4k_vs_own": Ratio("tok_s_4k", "~", "tok_s_own"),
+    "start_4k": length("startup_s", "4096"),
+    "start_own": length("startup_s", "model's own"),
+    "acceptance_1": speculation("acceptance", "ngram", 1, spread=False),
+    "tpot_ngram_1": speculation("tpot_p50_ms", "ngram", 1),
+    "tpot_none_1": speculation("tpot_p50_ms", "none", 1),
+    "tpot_ngram_vs_none_1": Ratio("tpot_ngram_1", ">", "tpot_none_1"),
+    "tpot_ngram_16": speculation("tpot_p50_ms", "ngram", 16),
+    "tpot_none_16": speculation("tpot_p50_ms", "none", 16),
+    "tpot_ngram_vs_none_16": Ratio("tpot_ngram_16", ">", "tpot_none_16"),
+    "gain_with_real_weights": NotMeasured({
+        "zh": "真实权重下 n-gram 推测能省多少：虚拟权重写出的是噪声，草稿被接受的比例说明不了真实文本",
+        "en": "what n-gram speculation saves with real weights: dummy weights write noise, so the share of drafts "
+              "accepted says nothing about real text"}),
+    "pairs_100_1": rerank("pairs_per_s", 100, 1),
+    "pairs_100_32": rerank("pairs_per_s", 100, 32),
+    "pairs_100_32_vs_1": Ratio("pairs_100_32", ">", "pairs_100_1"),
+    "p99_100_1": rerank("latency_p99_ms", 100, 1),
+    "p99_100_32": rerank("latency_p99_ms", 100, 32),
+    "pairs_10_1": rerank("pairs_per_s", 10, 1),
+    "pairs_10_32": rerank("pairs_per_s", 10, 32),
+    "pairs_10_32_vs_1": Ratio("pairs_10_32", ">", "pairs_10_1"),
+    "image_tokens_default": image("prompt_tokens", "none", "default"),
+    "image_tokens_server": image("prompt_tokens", "server", "262144"),
+    "image_tokens_request": image("prompt_tokens", "request", "262144"),
+    "image_tokens_cut": Ratio("image_tokens_server", "<<", "image_tokens_default"),
+    "image_ttft_default": image("ttft_ms", "none", "default", 1, spread=True),
+    "image_ttft_server": image("ttft_ms", "server", "262144", 1, spread=True),
+    "image_ttft_cut": Ratio("image_ttft_server", "<", "image_ttft_default"),
+    "image_kv_default": image("kv_mib", "none", "default", 1),
+    "image_kv_server": image("kv_mib", "server", "262144", 1),
+    "instances": NotMeasured({
+        "zh": "同一块 GPU 上 1、2、4 个 Qwen3-0.6B 实例（各分一份显存）与一个 --api-server-count 4 的服务器对比："
+              "总吞吐、首 token 时间和每个进程的 CPU 占用",
+        "en": "1, 2 and 4 instances of Qwen3-0.6B on one GPU, each with its share of memory, against one server with "
+              "--api-server-count 4: total throughput, time to first token and each process's CPU share"}),
+}, questions=(
+    Question(
+        ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
+             "en": "Starting from vLLM's defaults, which change buys the most?"},
+        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}。64 个在途时是 {best_64}（{gain_64}）。先试这一项；下面的表列出每一级变好、变差还是分不出。",
+                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before. At 64 in flight it was {best_64} ({gain_64}). Try that change first; the table below says which rungs helped, which hurt and which made no measurable difference."},
+        conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每个请求约 1k token 输入（其中一半是共享的系统提示）、256 个输出 token，每个负载三轮。",
+                    "en": "Qwen3-8B on one H200, default mode, dummy weights; about 1k tokens in per request (half of them a shared system prompt), 256 out, three rounds at each load."},
+        figure="ladder",
+        unsettled={"zh": "需要在同一块 GPU 上依次启动阶梯的每一级，用同一组请求测两个负载。",
+                   "en": "Settling it takes every rung of the ladder started in turn on one GPU, with the same requests at two loads."}),
+    Question(
+        ask={"zh": "把 --max-model-len 调小，能放下更多请求、跑得更快吗？",
+             "en": "Does a smaller --max-model-len fit more requests or run faster?"},
+        answer={"zh": "KV 缓存不变：--max-model-len 4096 时 {kv_4k} 个 token，用模型自己的上限时 {kv_own}（{kv_4k_vs_own}）。同样的请求，64 个在途时吞吐 {tok_s_4k} 对 {tok_s_own}（{tok_s_4k_vs_own}）。变的只是 vLLM 日志里按最长请求算出的并发数（{concurrency_4k} 对 {concurrency_own}）；只有请求真的短时，才值得把它调小来拒绝过长的请求。",
+                "en": "The KV cache stays the same: {kv_4k} tokens at --max-model-len 4096 and {kv_own} at the model's own limit ({kv_4k_vs_own}). With the same requests at 64 in flight, throughput was {tok_s_4k} against {tok_s_own} ({tok_s_4k_vs_own}). What changes is the concurrency vLLM's log works out for the longest request ({concurrency_4k} against {concurrency_own}); lower it only to refuse requests longer than yours really are."},
+        conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重，每个服务器独占 GPU；每个请求约 1k token 输入、128 个输出 token，三轮。",
+                    "en": "Qwen3-8B on one H200, default mode, dummy weights, each server with the GPU to itself; about 1k tokens in and 128 out per request, three rounds."},
+        caveats={"zh": "启动时间：4096 时 {start_4k}，模型自己的上限时 {start_own}，各只启动一次。",
+                 "en": "Start-up: {start_4k} at 4096 and {start_own} at the model's own limit, one start each."},
+        figure="max-model-len",
+        unsettled={"zh": "需要在同一块 GPU 上用三种 --max-model-len 各启动一次，发同一组请求。",
+                   "en": "Settling it takes one start at each of three --max-model-len settings on one GPU, with the same requests."}),
+    Question(
+        ask={"zh": "n-gram 推测解码猜不中时，要多付出多少时间？",
+             "en": "What does n-gram speculative decoding cost when its guesses miss?"},
+        answer={"zh": "1 个请求在途时，开着推测每个输出 token 用 {tpot_ngram_1}，不开 {tpot_none_1}（{tpot_ngram_vs_none_1}）；16 个在途时 {tpot_ngram_16} 对 {tpot_none_16}（{tpot_ngram_vs_none_16}）。草稿 token 被接受的比例是 {acceptance_1}。{gain_with_real_weights}。",
+                "en": "At 1 request in flight each output token took {tpot_ngram_1} with speculation and {tpot_none_1} without ({tpot_ngram_vs_none_1}); at 16 in flight {tpot_ngram_16} against {tpot_none_16} ({tpot_ngram_vs_none_16}). vLLM accepted {acceptance_1} of the draft tokens. {gain_with_real_weights}."},
+        conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每次猜 4 个 token，同一组请求，每个负载三轮。",
+                    "en": "Qwen3-8B on one H200, default mode, dummy weights; 4 draft tokens a step, the same requests, three rounds at each load."},
+        figure="speculative-decoding",
+        unsettled={"zh": "需要同一组请求分别发给开、关 n-gram 推测的服务器，并读 vLLM 的草稿计数。",
+                   "en": "Settling it takes the same requests sent to servers with and without n-gram speculation, with vLLM's draft counters read."}),
+    Question(
+        ask={"zh": "重排服务在并发下每秒能打多少对？",
+             "en": "How many pairs per second does a reranker score under concurrency?"},
+        answer={"zh": "每个请求 100 篇文档时，32 个在途每秒打 {pairs_100_32} 对，一次一个时 {pairs_100_1}（{pairs_100_32_vs_1}）；代价是第 99 百分位延迟从 {p99_100_1} 升到 {p99_100_32}。每个请求 10 篇文档时是 {pairs_10_32} 对 {pairs_10_1}（{pairs_10_32_vs_1}）。",
+                "en": "With 100 documents a request, 32 in flight scored {pairs_100_32} against {pairs_100_1} one request at a time ({pairs_100_32_vs_1}), and the 99th-percentile latency rose from {p99_100_1} to {p99_100_32}. With 10 documents a request it was {pairs_10_32} against {pairs_10_1} ({pairs_10_32_vs_1})."},
+        conditions={"zh": "H200 上的 Qwen3-Reranker-0.6B，默认模式，虚拟权重；每篇文档约 256 个 token，三轮。",
+                    "en": "Qwen3-Reranker-0.6B on one H200, default mode, dummy weights; about 256 tokens a document, three rounds."},
+        figure="rerank-concurrency",
+        unsettled={"zh": "需要在 1、8、32 个在途时，发 10 篇和 100 篇文档的重排请求。",
+                   "en": "Settling it takes rerank requests of 10 and 100 documents at 1, 8 and 32 in flight."}),
+    Question(
+        ask={"zh": "限制 max_pixels 能减少图像 token 和首 token 时间吗？",
+             "en": "Does limiting max_pixels cut image tokens and time to first token?"},
+        answer={"zh": "能。1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
+                "en": "Yes. A 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). The same limit set in one request gave {image_tokens_request} tokens."},
+        conditions={"zh": "H200 上的 Qwen3-VL-2B-Instruct，默认模式，虚拟权重；每次一个请求、一张没发过的图。",
+                    "en": "Qwen3-VL-2B-Instruct on one H200, default mode, dummy weights; one request at a time, each with an image not sent before."},
+        caveats={"zh": "这张图占用的 KV 缓存：不设限 {image_kv_default}，限制后 {image_kv_server}。",
+                 "en": "The KV cache the image takes: {image_kv_default} with no limit, {image_kv_server} with it."},
+        figure="image-limits",
+        unsettled={"zh": "需要把同样的图分别发给不设限、服务器设限和请求里设限的三种情形。",
+                   "en": "Settling it takes the same images sent with no limit, with a server-wide limit and with a per-request limit."}),
+    Question(
+        ask={"zh": "一块 GPU 上跑一个服务器好，还是跑几个小实例好？",
+             "en": "One server or several small instances on one GPU?"},
+        answer={"zh": "{instances}。", "en": "{instances}."},
+        figure="instances",
+        unsettled={"zh": "需要在同一块 GPU 上同时启动多个实例，由同一个客户端一起加载。",
+                   "en": "Settling it takes several instances started together on one GPU and loaded together by one client."}),
+), title={"zh": "从哪里开始调", "en": "Where to start tuning"})

@@ -1,0 +1,112 @@
+"""The tuning chapter's experiments on a real vLLM (CPU backend, tiny models): the ladder keeps each rung's flags and
+compares it with the one before, --max-model-len changes the longest request and not the KV cache, n-gram
+speculation reports its drafts (or its refusal), a reranker runs under concurrency, and max_pixels cuts image tokens
+whether the server or the request sets it."""
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import VLLM_HOW, python_imports, require, run_measure
+
+pytestmark = pytest.mark.vllm
+
+SIZES = {
+    "tuning_ladder": {"rungs": ["defaults", "api-servers"], "system_words": 48, "question_words": 16,
+                      "output_tokens": 4, "concurrency": [4], "min_requests": 8, "rounds": 1},
+    "max_model_len": {"lengths": ["512", "model's own"], "words": 32, "output_tokens": 4, "concurrency": 2,
+                      "min_requests": 4, "rounds": 1},
+    "spec_ngram": {"modes": ["none", "ngram"], "words": 32, "output_tokens": 16, "concurrency": [1],
+                   "min_requests": 2, "rounds": 1},
+    "rerank_concurrency": {"documents": [4], "document_words": 16, "concurrency": [1, 4], "min_requests": 4,
+                           "rounds": 1, "plan_pairs_s": 100},
+}
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    require(python_imports("import vllm, aiohttp"), "vLLM", VLLM_HOW)
+    root = tmp_path_factory.mktemp("tuning")
+    # vLLM's own process layout: --api-server-count needs the engine core apart from the API servers
+    run_measure(root, "tuning-cpu", "tuning_ladder", "max_model_len", "spec_ngram", "rerank_concurrency", sizes=SIZES,
+                worker_in_engine=False)
+    from measure.site.scan import make_store
+
+    store = make_store(root / "data")
+    return root, store, store.env("tuning-cpu")
+
+
+def test_the_ladder_keeps_each_rungs_flags_and_compares_it_with_the_one_before(measured):
+    root, store, env = measured
+    rungs = store.frame(env, "tuning_ladder.rungs").sort_values("step")
+    assert list(rungs["rung"]) == ["defaults", "api-servers"] and rungs["started"].all()
+    assert list(rungs["flags"]) == ["", "--api-server-count 4"]
+    # every request opens with the same system prompt: the prefix cache (on by default) serves part of the prompts
+    assert (rungs["prefix_hit_share"] > 0).all(), rungs["prefix_hit_share"]
+    assert (rungs["ttft_p99_ms"] >= rungs["ttft_p50_ms"]).all() and (rungs["tpot_p99_ms"] >= rungs["tpot_p50_ms"]).all()
+    gains = store.frame(env, "tuning_ladder.gains")
+    assert sorted(gains["metric"]) == sorted(["output throughput", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"])
+    assert set(gains["verdict"]) <= {"better", "worse", "no measurable change"} and (gains["previous"] == "defaults").all()
+    throughput = gains[gains["metric"] == "output throughput"].iloc[0]
+    mine, before = rungs.iloc[1], rungs.iloc[0]
+    assert throughput["ratio"] == pytest.approx(mine["output_tok_s"] / before["output_tok_s"])
+    # one round per rung: the range is the round itself, so the verdict follows the medians' order
+    assert throughput["verdict"] == ("better" if mine["output_tok_s"] > before["output_tok_s"] else "worse")
+    best = store.frame(env, "tuning_ladder.best").iloc[0]
+    assert (best["best_added"] == "--api-server-count 4") == (throughput["verdict"] == "better")
+    servers = json.loads((root / "data" / "tuning-cpu" / "provenance.json").read_text())["servers"]
+    commands = [s["command"] for name, s in servers.items() if name.startswith("ladder-")]
+    assert len(commands) == 2 and all(c[2:4] == ["vllm.entrypoints.cli.main", "serve"] for c in commands)
+
+
+def test_max_model_len_sets_the_longest_request_not_the_kv_cache(measured):
+    _, store, env = measured
+    lengths = store.frame(env, "max_model_len.settings").set_index("max_model_len")
+    assert lengths.loc["512", "context_tokens"] == 512
+    assert lengths.loc["model's own", "context_tokens"] > 512
+    # the CPU backend's cache is a set size (VLLM_CPU_KVCACHE_SPACE): the same tokens at either setting
+    assert lengths.loc["512", "kv_cache_tokens"] == lengths.loc["model's own", "kv_cache_tokens"]
+    assert lengths["max_concurrency"].notna().all() and (lengths["output_tok_s"] > 0).all()
+
+
+def test_ngram_speculation_reports_its_drafts_or_its_refusal(measured):
+    _, store, env = measured
+    spec = store.frame(env, "spec_ngram.compare").set_index("speculation")
+    assert spec.loc["none", "started"] and pd.isna(spec.loc["none", "acceptance"])
+    ngram = spec.loc["ngram"]
+    if ngram["started"]:
+        assert ngram["draft_tokens_per_output"] > 0, "an n-gram server that proposed no drafts measured nothing"
+        assert 0 <= ngram["acceptance"] <= 1
+    else:
+        assert ngram["error"], "a refused start keeps vLLM's reason"
+
+
+def test_a_reranker_under_concurrency(measured):
+    _, store, env = measured
+    load = store.frame(env, "rerank_concurrency.load").sort_values("concurrency")
+    assert list(load["concurrency"]) == [1, 4] and (load["documents"] == 4).all()
+    assert (load["pairs_per_s"] > 0).all() and (load["pair_tokens"] > 16).all()
+    assert (load["latency_p99_ms"] >= load["latency_p50_ms"]).all()
+
+
+@pytest.fixture(scope="module")
+def image_limits(tmp_path_factory):
+    require(python_imports("import torchvision, vllm"), "a torchvision that loads beside vLLM's torch",
+            "MEASURE_CPU_VISION=pypi-pair nox -s tests")
+    root = tmp_path_factory.mktemp("image-limits")
+    run_measure(root, "limits-cpu", "image_limits",
+                sizes={"image_limits": {"limits": ["default", 65536], "sides": [896], "images": 1, "warmup": 0}})
+    from measure.site.scan import make_store
+
+    store = make_store(root / "data")
+    return store.frame(store.env("limits-cpu"), "image_limits.tokens")
+
+
+def test_max_pixels_cuts_image_tokens_set_on_the_server_or_in_the_request(image_limits):
+    rows = image_limits.set_index(["set_in", "max_pixels"])
+    free = rows.loc[("none", "default"), "prompt_tokens"]
+    server, request = rows.loc[("server", "65536"), "prompt_tokens"], rows.loc[("request", "65536"), "prompt_tokens"]
+    # an 896-pixel square holds 802,816 pixels: a 65,536-pixel limit leaves about a twelfth of its image tokens
+    assert server < free / 4 and request < free / 4, (free, server, request)
+    assert server == request, "the same limit gives the same tokens wherever it is set"
+    assert (image_limits["kv_mib"] > 0).all() and image_limits["encoder_cache_budget_tokens"].notna().all()
