@@ -58,8 +58,9 @@ LADDER = DatasetSchema(
         Column("weights", "str", doc="dummy | real"),
         Column("step", "int", "", "the rung's place on the ladder, 0 = vLLM's defaults", minimum=0),
         Column("rung", "str", doc="the rung's name"),
-        Column("added", "str", doc="the flags this rung adds to the one before (empty: vLLM's defaults)"),
-        Column("flags", "str", doc="every flag the ladder has added by this rung"),
+        Column("added", "str", doc="the flags this rung adds to the one before (none: vLLM's defaults)", nullable=True),
+        Column("flags", "str", doc="every flag the ladder has added by this rung (none: vLLM's defaults)",
+               nullable=True),
         Column("started", "bool", doc="false: vLLM refused to start with these flags"),
         Column("prompt_tokens", "int", "tokens", "per request, as vLLM counted them (system prompt included)",
                nullable=True),
@@ -200,7 +201,7 @@ class TuningLadder(Experiment):
             if not todo:
                 continue
             base = {"model": model.name, "weights": model.weights, "step": step, "rung": rung.name,
-                    "added": " ".join(rung.added), "flags": " ".join(flags),
+                    "added": " ".join(rung.added) or None, "flags": " ".join(flags) or None,
                     "shared_tokens": s["system_words"], "output_tokens": s["output_tokens"]}
             try:
                 server = ctx.server(self.spec(rung, flags))
