@@ -22,6 +22,7 @@ PRIORITY = (
     "pooling_limits",     # why embeddings are slower than expected
     "fidelity",           # the load client's ceiling
     "batch_limits",       # --max-num-seqs and --max-num-batched-tokens
+    "tuning_ladder",      # where to start tuning: one change at a time from vLLM's defaults
     "prefill",            # prefix caching; a long prompt beside short ones
     "eager",              # --enforce-eager: speed, memory, start-up
     "embedding_batching",
@@ -31,6 +32,10 @@ PRIORITY = (
     "video",
     "kv_dtype",
     "rerank_documents",
+    "rerank_concurrency",
+    "image_limits",
+    "max_model_len",
+    "spec_ngram",
     "pooling",
     "security",
     "security_versions",

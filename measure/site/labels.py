@@ -504,6 +504,10 @@ VALUE_ZH = {
     "load an adapter from /etc/hostname (with the key)": "从 /etc/hostname 加载适配器（带密钥）",
     # video
     "video 0": "不允许视频", "video 1": "允许一段视频",
+    # tuning
+    "better": "变好", "worse": "变差", "no measurable change": "分不出变化", "server": "服务器", "request": "请求",
+    "TTFT p50": "首 token 时间 p50", "TTFT p99": "首 token 时间 p99", "TPOT p50": "每输出 token 时间 p50",
+    "TPOT p99": "每输出 token 时间 p99", "ngram": "ngram",
 }
 # Values built from parts (security_versions' probes and outcomes): translated part by part.
 _PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.compile(r"^fetched (.+)$"), "取了 {}"),

@@ -20,8 +20,9 @@ def length(column: str, setting: str, digits: int = 0, spread: bool = False) -> 
     return on_h200("max_model_len.settings", column, {"max_model_len": setting}, digits, spread)
 
 
-def speculation(column: str, mode: str, concurrency: int, digits: int = 2, spread: bool = True) -> Value:
-    return on_h200("spec_ngram.compare", column, {"speculation": mode, "concurrency": concurrency}, digits, spread)
+def speculation(column: str, mode: str, sampling: str, concurrency: int, digits: int = 2, spread: bool = True) -> Value:
+    return on_h200("spec_ngram.compare", column, {"speculation": mode, "sampling": sampling, "concurrency": concurrency},
+                   digits, spread)
 
 
 def rerank(column: str, documents: int, concurrency: int, digits: int = 0) -> Value:
@@ -48,8 +49,8 @@ FIGURES = {
         columns=["max_model_len", "context_tokens", "kv_cache_tokens", "max_concurrency", "startup_s", "output_tok_s",
                  "output_tok_s_min", "output_tok_s_max", "ttft_p50_ms", "tpot_p50_ms"]),
     "spec_table": Table("spec_ngram.compare", env=H200,
-        columns=["speculation", "concurrency", "tpot_p50_ms", "tpot_p50_ms_min", "tpot_p50_ms_max", "output_tok_s",
-                 "draft_tokens_per_output", "acceptance", "started"]),
+        columns=["speculation", "sampling", "concurrency", "tpot_p50_ms", "tpot_p50_ms_min", "tpot_p50_ms_max",
+                 "output_tok_s", "draft_tokens_per_output", "acceptance", "started"]),
     "rerank_chart": Chart("rerank_concurrency.load", x="concurrency", y="pairs_per_s", color="documents", env=H200,
         kind="scatter", title={"zh": "并发下每秒打分的查询–文档对", "en": "Query–document pairs scored per second under concurrency"},
         spread=("pairs_per_s_min", "pairs_per_s_max")),
@@ -64,7 +65,8 @@ FIGURES = {
     "length_table_cpu": Table("max_model_len.settings", env=CPU, collapsed=True, key="max_model_len.settings:table:cpu",
         columns=["max_model_len", "context_tokens", "kv_cache_tokens", "max_concurrency", "startup_s", "output_tok_s"]),
     "spec_table_cpu": Table("spec_ngram.compare", env=CPU, collapsed=True, key="spec_ngram.compare:table:cpu",
-        columns=["speculation", "concurrency", "tpot_p50_ms", "output_tok_s", "acceptance", "started", "error"]),
+        columns=["speculation", "sampling", "concurrency", "tpot_p50_ms", "output_tok_s", "draft_tokens_per_output",
+                 "acceptance", "started", "error"]),
     "rerank_table_cpu": Table("rerank_concurrency.load", env=CPU, collapsed=True, key="rerank_concurrency.load:table:cpu",
         columns=["documents", "concurrency", "pairs_per_s", "latency_p50_ms", "latency_p99_ms"]),
     "image_table_cpu": Table("image_limits.tokens", env=CPU, collapsed=True, key="image_limits.tokens:table:cpu",
@@ -86,13 +88,18 @@ topic("tuning", facts=FIGURES | {
     "tok_s_4k_vs_own": Ratio("tok_s_4k", "~", "tok_s_own"),
     "start_4k": length("startup_s", "4096"),
     "start_own": length("startup_s", "model's own"),
-    "acceptance_1": speculation("acceptance", "ngram", 1, spread=False),
-    "tpot_ngram_1": speculation("tpot_p50_ms", "ngram", 1),
-    "tpot_none_1": speculation("tpot_p50_ms", "none", 1),
-    "tpot_ngram_vs_none_1": Ratio("tpot_ngram_1", ">", "tpot_none_1"),
-    "tpot_ngram_16": speculation("tpot_p50_ms", "ngram", 16),
-    "tpot_none_16": speculation("tpot_p50_ms", "none", 16),
-    "tpot_ngram_vs_none_16": Ratio("tpot_ngram_16", ">", "tpot_none_16"),
+    "accepted_greedy": speculation("acceptance", "ngram", "greedy", 1, spread=False),
+    "tpot_ngram_greedy": speculation("tpot_p50_ms", "ngram", "greedy", 1),
+    "tpot_none_greedy": speculation("tpot_p50_ms", "none", "greedy", 1),
+    "tpot_greedy_ratio": Ratio("tpot_ngram_greedy", "<", "tpot_none_greedy"),
+    "drafts_sampled": speculation("draft_tokens_per_output", "ngram", "sampled", 1, spread=False),
+    "tpot_ngram_sampled": speculation("tpot_p50_ms", "ngram", "sampled", 1),
+    "tpot_none_sampled": speculation("tpot_p50_ms", "none", "sampled", 1),
+    "tpot_sampled_ratio": Ratio("tpot_ngram_sampled", "~", "tpot_none_sampled"),
+    "tpot_ngram_greedy_16": speculation("tpot_p50_ms", "ngram", "greedy", 16),
+    "tpot_none_greedy_16": speculation("tpot_p50_ms", "none", "greedy", 16),
+    "tpot_ngram_sampled_16": speculation("tpot_p50_ms", "ngram", "sampled", 16),
+    "tpot_none_sampled_16": speculation("tpot_p50_ms", "none", "sampled", 16),
     "gain_with_real_weights": NotMeasured({
         "zh": "真实权重下 n-gram 推测能省多少：虚拟权重写出的是噪声，草稿被接受的比例说明不了真实文本",
         "en": "what n-gram speculation saves with real weights: dummy weights write noise, so the share of drafts "
@@ -143,15 +150,17 @@ topic("tuning", facts=FIGURES | {
         unsettled={"zh": "需要在同一块 GPU 上用三种 --max-model-len 各启动一次，发同一组请求。",
                    "en": "Settling it takes one start at each of three --max-model-len settings on one GPU, with the same requests."}),
     Question(
-        ask={"zh": "n-gram 推测解码猜不中时，要多付出多少时间？",
-             "en": "What does n-gram speculative decoding cost when its guesses miss?"},
-        answer={"zh": "1 个请求在途时，开着推测每个输出 token 用 {tpot_ngram_1}，不开 {tpot_none_1}（{tpot_ngram_vs_none_1}）；16 个在途时 {tpot_ngram_16} 对 {tpot_none_16}（{tpot_ngram_vs_none_16}）。草稿 token 被接受的比例是 {acceptance_1}。{gain_with_real_weights}。",
-                "en": "At 1 request in flight each output token took {tpot_ngram_1} with speculation and {tpot_none_1} without ({tpot_ngram_vs_none_1}); at 16 in flight {tpot_ngram_16} against {tpot_none_16} ({tpot_ngram_vs_none_16}). vLLM accepted {acceptance_1} of the draft tokens. {gain_with_real_weights}."},
-        conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每次猜 4 个 token，同一组请求，每个负载三轮。",
-                    "en": "Qwen3-8B on one H200, default mode, dummy weights; 4 draft tokens a step, the same requests, three rounds at each load."},
+        ask={"zh": "n-gram 推测解码能省多少时间，又要付出多少？",
+             "en": "What does n-gram speculative decoding gain, and what does it cost?"},
+        answer={"zh": "看草稿被接受得多不多。虚拟权重在贪心解码下会重复自己，草稿几乎都对：vLLM 接受了 {accepted_greedy}，1 个请求在途时每个输出 token 用 {tpot_ngram_greedy}，不开推测 {tpot_none_greedy}（{tpot_greedy_ratio}）。按温度 1 采样时写出随机 token，草稿很少出现（每个输出 token {drafts_sampled} 个草稿 token），每个输出 token 用 {tpot_ngram_sampled} 对 {tpot_none_sampled}（{tpot_sampled_ratio}）。真实文本在两者之间：{gain_with_real_weights}。",
+                "en": "It depends on how many drafts are taken. Under greedy decoding dummy weights repeat themselves, so the drafts are right: vLLM accepted {accepted_greedy} of them, and at 1 request in flight each output token took {tpot_ngram_greedy} against {tpot_none_greedy} without speculation ({tpot_greedy_ratio}). Sampled at temperature 1 they write random tokens and drafts seldom come ({drafts_sampled} draft tokens per output token): {tpot_ngram_sampled} against {tpot_none_sampled} ({tpot_sampled_ratio}). Real text lies between: {gain_with_real_weights}."},
+        conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每步最多猜 4 个 token，同一组请求，三轮。",
+                    "en": "Qwen3-8B on one H200, default mode, dummy weights; up to 4 draft tokens a step, the same requests, three rounds."},
+        caveats={"zh": "16 个在途时：贪心 {tpot_ngram_greedy_16} 对 {tpot_none_greedy_16}，采样 {tpot_ngram_sampled_16} 对 {tpot_none_sampled_16}。",
+                 "en": "At 16 in flight: greedy {tpot_ngram_greedy_16} against {tpot_none_greedy_16}, sampled {tpot_ngram_sampled_16} against {tpot_none_sampled_16}."},
         figure="speculative-decoding",
-        unsettled={"zh": "需要同一组请求分别发给开、关 n-gram 推测的服务器，并读 vLLM 的草稿计数。",
-                   "en": "Settling it takes the same requests sent to servers with and without n-gram speculation, with vLLM's draft counters read."}),
+        unsettled={"zh": "需要同一组请求分别发给开、关 n-gram 推测的服务器，贪心和采样各一次，并读 vLLM 的草稿计数。",
+                   "en": "Settling it takes the same requests, greedy and sampled, sent to servers with and without n-gram speculation, with vLLM's draft counters read."}),
     Question(
         ask={"zh": "重排服务在并发下每秒能打多少对？",
              "en": "How many pairs per second does a reranker score under concurrency?"},
