@@ -12,12 +12,14 @@ from conftest import VLLM_HOW, python_imports, require, run_measure
 pytestmark = pytest.mark.vllm
 
 SIZES = {
-    "tuning_ladder": {"rungs": ["defaults", "api-servers"], "system_words": 48, "question_words": 16,
+    "tuning_ladder": {"rungs": ["defaults", "api-servers"], "system_words": 300, "question_words": 16,
                       "output_tokens": 4, "concurrency": [4], "min_requests": 8, "rounds": 1},
     "max_model_len": {"lengths": ["512", "model's own"], "words": 32, "output_tokens": 4, "concurrency": 2,
                       "min_requests": 4, "rounds": 1},
     "spec_ngram": {"modes": ["none", "ngram"], "samplings": ["greedy", "sampled"], "words": 32, "output_tokens": 16, "concurrency": [1],
                    "min_requests": 2, "rounds": 1},
+    "instances": {"roles": ["chat"], "layouts": ["1 instance", "2 instances"], "concurrency": [4], "min_requests": 8,
+                  "rounds": 1, "words": 16, "output_tokens": 4, "memory_share": None},
     "rerank_concurrency": {"documents": [4], "document_words": 16, "concurrency": [1, 4], "min_requests": 4,
                            "rounds": 1, "plan_pairs_s": 100},
 }
@@ -28,8 +30,8 @@ def measured(tmp_path_factory):
     require(python_imports("import vllm, aiohttp"), "vLLM", VLLM_HOW)
     root = tmp_path_factory.mktemp("tuning")
     # vLLM's own process layout: --api-server-count needs the engine core apart from the API servers
-    run_measure(root, "tuning-cpu", "tuning_ladder", "max_model_len", "spec_ngram", "rerank_concurrency", sizes=SIZES,
-                worker_in_engine=False)
+    run_measure(root, "tuning-cpu", "tuning_ladder", "max_model_len", "spec_ngram", "rerank_concurrency", "instances",
+                sizes=SIZES, worker_in_engine=False)
     from measure.site.scan import make_store
 
     store = make_store(root / "data")
@@ -89,6 +91,20 @@ def test_a_reranker_under_concurrency(measured):
     assert list(load["concurrency"]) == [1, 4] and (load["documents"] == 4).all()
     assert (load["pairs_per_s"] > 0).all() and (load["pair_tokens"] > 16).all()
     assert (load["latency_p99_ms"] >= load["latency_p50_ms"]).all()
+
+
+def test_instances_are_loaded_together_and_each_process_is_sampled(measured):
+    root, store, env = measured
+    load = store.frame(env, "instances.load").set_index("layout")
+    assert list(load.loc[["1 instance", "2 instances"], "instances"]) == [1, 2]
+    assert (load["tokens_per_s"] > 0).all() and load[["api_cpu", "engine_cpu", "engine_cpu_max"]].notna().all().all()
+    # two engines together did more CPU work than the busiest of them alone
+    two = load.loc["2 instances"]
+    assert two["engine_cpu"] >= two["engine_cpu_max"]
+    provenance = json.loads((root / "data" / "tuning-cpu" / "provenance.json").read_text())
+    behind = provenance["datasets"]["instances.load"]["servers"]
+    instances = sorted(provenance["servers"][name]["env"].get("MEASURE_INSTANCE") for name in behind)
+    assert instances == ["0", "0", "1"], "the 2-instance layout is two servers, told apart by their instance number"
 
 
 @pytest.fixture(scope="module")

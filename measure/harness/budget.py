@@ -23,6 +23,7 @@ PRIORITY = (
     "fidelity",           # the load client's ceiling
     "batch_limits",       # --max-num-seqs and --max-num-batched-tokens
     "tuning_ladder",      # where to start tuning: one change at a time from vLLM's defaults
+    "instances",          # one server or several instances on one GPU
     "prefill",            # prefix caching; a long prompt beside short ones
     "eager",              # --enforce-eager: speed, memory, start-up
     "embedding_batching",

@@ -166,6 +166,19 @@ class ServerPool:
             raise self.failed.pop(sid)
         return sid, self.live[sid]
 
+    def get_all(self, specs: list[ServerSpec], staging: Staging) -> list[tuple[str, srv.Server]]:
+        """Several servers live at once on one device (instances of one model, each with its own memory flags):
+        started one after another, each ready before the next starts, since vLLM sizes its memory from what is
+        free when it starts."""
+        sids = [self.sid(spec) for spec in specs]
+        if not all(sid in self.live for sid in sids):
+            self.stop()
+            for spec in specs:
+                self.start_together([spec], staging)
+                if self.sid(spec) in self.failed:
+                    raise self.failed.pop(self.sid(spec))
+        return [(sid, self.live[sid]) for sid in sids]
+
     def group_for(self, spec: ServerSpec) -> list[ServerSpec]:
         """``spec`` and the servers asked for right after it that may share the device with it."""
         return colocated_group(spec, self.upcoming, self.profile,
@@ -371,6 +384,15 @@ class RunContext:
             self._current_sid = self.pool.sid(spec)  # a row about a failed start names the server that failed
             raise
         return server
+
+    def servers(self, specs: list[ServerSpec]) -> list[srv.Server]:
+        """Several servers live together (``ServerPool.get_all``); rows measured on them name them with
+        ``record(..., servers=specs)``."""
+        if not hasattr(self.pool, "get_all"):
+            raise RuntimeError("several servers at once need servers this run starts, not attached ones")
+        started = self.pool.get_all(list(specs), self.staging)
+        self._current_sid = None
+        return [server for _, server in started]
 
     def client(self, server: srv.Server) -> Client:
         client = Client(server.openai_base, server.model, server.api_key)

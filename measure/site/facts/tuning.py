@@ -30,6 +30,12 @@ def rerank(column: str, documents: int, concurrency: int, digits: int = 0) -> Va
                    spread=True)
 
 
+def layout(workload: str, name: str, concurrency: int, column: str = "tokens_per_s", digits: int = 0,
+           spread: bool = True) -> Value:
+    return on_h200("instances.load", column, {"workload": workload, "layout": name, "concurrency": concurrency},
+                   digits, spread)
+
+
 def image(column: str, set_in: str, max_pixels: str, digits: int = 0, spread: bool = False) -> Value:
     return on_h200("image_limits.tokens", column, {"set_in": set_in, "max_pixels": max_pixels, "side": 1344}, digits,
                    spread)
@@ -69,6 +75,14 @@ FIGURES = {
                  "acceptance", "started", "error"]),
     "rerank_table_cpu": Table("rerank_concurrency.load", env=CPU, collapsed=True, key="rerank_concurrency.load:table:cpu",
         columns=["documents", "concurrency", "pairs_per_s", "latency_p50_ms", "latency_p99_ms"]),
+    "instances_chart": Chart("instances.load", x="concurrency", y="tokens_per_s", color="layout", env=H200,
+        kind="bar", where={"workload": "chat"}, spread=("tokens_per_s_min", "tokens_per_s_max"),
+        title={"zh": "对话：各种布局的合计输出吞吐", "en": "Chat: total output throughput per layout"}),
+    "instances_table": Table("instances.load", env=H200,
+        columns=["workload", "layout", "concurrency", "tokens_per_s", "tokens_per_s_min", "tokens_per_s_max",
+                 "ttft_p50_ms", "ttft_p99_ms", "latency_p50_ms", "api_cpu", "engine_cpu", "engine_cpu_max"]),
+    "instances_table_cpu": Table("instances.load", env=CPU, collapsed=True, key="instances.load:table:cpu",
+        columns=["workload", "layout", "concurrency", "tokens_per_s", "ttft_p50_ms", "api_cpu", "engine_cpu"]),
     "image_table_cpu": Table("image_limits.tokens", env=CPU, collapsed=True, key="image_limits.tokens:table:cpu",
         columns=["set_in", "max_pixels", "side", "prompt_tokens", "ttft_ms", "kv_mib"]),
 }
@@ -121,11 +135,17 @@ topic("tuning", facts=FIGURES | {
     "image_ttft_cut": Ratio("image_ttft_server", "<", "image_ttft_default"),
     "image_kv_default": image("kv_mib", "none", "default", 1),
     "image_kv_server": image("kv_mib", "server", "262144", 1),
-    "instances": NotMeasured({
-        "zh": "同一块 GPU 上 1、2、4 个 Qwen3-0.6B 实例（各分一份显存）与一个 --api-server-count 4 的服务器对比："
-              "总吞吐、首 token 时间和每个进程的 CPU 占用",
-        "en": "1, 2 and 4 instances of Qwen3-0.6B on one GPU, each with its share of memory, against one server with "
-              "--api-server-count 4: total throughput, time to first token and each process's CPU share"}),
+    "chat_one_256": layout("chat", "1 instance", 256),
+    "chat_four_256": layout("chat", "4 instances", 256),
+    "chat_api4_256": layout("chat", "1 server, 4 API servers", 256),
+    "chat_four_vs_one": Ratio("chat_four_256", ">", "chat_one_256"),
+    "chat_api4_vs_one": Ratio("chat_api4_256", ">", "chat_one_256"),
+    "embed_one_256": layout("embeddings", "1 instance", 256),
+    "embed_four_256": layout("embeddings", "4 instances", 256),
+    "embed_four_vs_one": Ratio("embed_four_256", ">", "embed_one_256"),
+    "chat_ttft99_one_256": layout("chat", "1 instance", 256, "ttft_p99_ms", spread=False),
+    "chat_ttft99_four_256": layout("chat", "4 instances", 256, "ttft_p99_ms", spread=False),
+    "engine_one_256": layout("chat", "1 instance", 256, "engine_cpu", digits=2, spread=False),
 }, questions=(
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
@@ -186,7 +206,12 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "一块 GPU 上跑一个服务器好，还是跑几个小实例好？",
              "en": "One server or several small instances on one GPU?"},
-        answer={"zh": "{instances}。", "en": "{instances}."},
+        answer={"zh": "对话请求 256 个在途时，4 个实例合计输出 {chat_four_256}，1 个实例 {chat_one_256}（{chat_four_vs_one}）；1 个服务器开 4 个 API 进程是 {chat_api4_256}（{chat_api4_vs_one}）。嵌入请求：4 个实例 {embed_four_256}，1 个 {embed_one_256}（{embed_four_vs_one}）。",
+                "en": "With 256 chat requests in flight, 4 instances together delivered {chat_four_256} against {chat_one_256} from one ({chat_four_vs_one}); one server with 4 API processes delivered {chat_api4_256} ({chat_api4_vs_one}). Embeddings: {embed_four_256} from 4 instances against {embed_one_256} from one ({embed_four_vs_one})."},
+        conditions={"zh": "H200 上的 Qwen3-0.6B 和 Qwen3-Embedding-0.6B，默认模式，虚拟权重；所有实例共用 0.8 的显存份额，在途请求平均分给各实例，三轮。",
+                    "en": "Qwen3-0.6B and Qwen3-Embedding-0.6B on one H200, default mode, dummy weights; the instances share 0.8 of the memory, requests in flight split evenly over them, three rounds."},
+        caveats={"zh": "对话首 token 时间的第 99 百分位：1 个实例 {chat_ttft99_one_256}，4 个实例 {chat_ttft99_four_256}。1 个实例时，它的引擎核心进程用了 {engine_one_256} 个核。",
+                 "en": "Chat's 99th-percentile time to first token: {chat_ttft99_one_256} with one instance, {chat_ttft99_four_256} with four. With one instance its engine core used {engine_one_256} cores."},
         figure="instances",
         unsettled={"zh": "需要在同一块 GPU 上同时启动多个实例，由同一个客户端一起加载。",
                    "en": "Settling it takes several instances started together on one GPU and loaded together by one client."}),
