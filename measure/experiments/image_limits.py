@@ -18,11 +18,13 @@ from measure.schema import Column, DatasetSchema
 from measure.workloads import QUESTION_DIGITS, draw, image_message
 
 DEFAULT = "default"  # no limit: the model's processor decides
-CONTEXT = "8192"  # --max-model-len of every server here (a 1344-pixel image fits with room to spare)
 # Workload sizes per profile (MEASURE_SIZES may replace them: '{"image_limits": {...}}').
 SIZES = {
-    "cpu": {"limits": (DEFAULT, 262144, 65536), "sides": (448, 896), "images": 3, "warmup": 1},
-    "gpu": {"limits": (DEFAULT, 1048576, 262144, 65536), "sides": (896, 1344), "images": 5, "warmup": 1},
+    # context: --max-model-len of every server here (the largest image fits with room to spare; the CPU stand-in's
+    # scaled-down model has 4096 positions)
+    "cpu": {"limits": (DEFAULT, 262144, 65536), "sides": (448, 896), "images": 3, "warmup": 1, "context": "4096"},
+    "gpu": {"limits": (DEFAULT, 1048576, 262144, 65536), "sides": (896, 1344), "images": 5, "warmup": 1,
+            "context": "8192"},
 }
 
 TOKENS = DatasetSchema(
@@ -70,8 +72,8 @@ class ImageLimits(Experiment):
         return profile.sizes.get("image_limits", SIZES["cpu" if profile.name == "cpu" else "gpu"])
 
     @staticmethod
-    def spec(limit) -> ServerSpec:
-        args = ("--max-model-len", CONTEXT)
+    def spec(limit, s: dict) -> ServerSpec:
+        args = ("--max-model-len", s["context"])
         if limit != DEFAULT:
             args += ("--mm-processor-kwargs", json.dumps(kwargs(limit), separators=(",", ":")))
         return ServerSpec("vl", args, label=f"vl-max-pixels-{limit}")
@@ -87,7 +89,7 @@ class ImageLimits(Experiment):
         per_point = len(s["sides"]) * (s["images"] + s["warmup"])
         steps = []
         for where, limit in self.points(s):
-            server = self.spec(limit if where == "server" else DEFAULT)
+            server = self.spec(limit if where == "server" else DEFAULT, s)
             steps.append(Step(server, f"max_pixels {limit} set in the {where}: sides {list(s['sides'])} × "
                                       f"{s['images']} new images", per_point, per_point * 1.0))
         return steps
@@ -101,7 +103,7 @@ class ImageLimits(Experiment):
             todo = [side for side in s["sides"] if not ctx.done(TOKENS, set_in=where, max_pixels=str(limit), side=side)]
             if not todo:
                 continue
-            server = ctx.server(self.spec(limit if where == "server" else DEFAULT))
+            server = ctx.server(self.spec(limit if where == "server" else DEFAULT, s))
             client = ctx.client(server)
             extra = {"extra_body": {"mm_processor_kwargs": kwargs(limit)}} if where == "request" else {}
             facts = server.facts

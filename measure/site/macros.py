@@ -26,9 +26,8 @@ PENDING_TEXT = {
     "en": "Experiment {} declares its datasets but cannot run yet.",
 }
 SERVER_COMMANDS_TEXT = {
-    "zh": ("服务器命令", "{env} 上测 {dataset} 时启动的每个 vLLM 服务器（按启动顺序）：", "{dataset} 在 {env} 上还没有数据。"),
-    "en": ("Server commands", "Every vLLM server started for {dataset} on {env}, in the order they started:",
-           "{dataset} has no data on {env} yet."),
+    "zh": ("服务器命令", "{env} 上测 {dataset} 时启动的每个 vLLM 服务器（按启动顺序）："),
+    "en": ("Server commands", "Every vLLM server started for {dataset} on {env}, in the order they started:"),
 }
 REPRODUCE_TEXT = {
     "zh": ("复现本页", "在你自己的机器上重新测量本页的数据，然后重建站点："),
@@ -180,9 +179,9 @@ def server_commands_box(store, lang: str, dataset: str, env_name: str) -> str:
 
     store.schema(dataset)  # an unknown dataset fails the build
     environment = store.env(env_name)
-    title, lead, missing = SERVER_COMMANDS_TEXT[lang]
+    title, lead = SERVER_COMMANDS_TEXT[lang]
     if environment is None or not environment.has(dataset):
-        return f'<p class="server-commands">{html.escape(missing.format(dataset=dataset, env=env_name))}</p>'
+        return ""  # the figure above already says 未实测 and how to measure it
     servers = environment.provenance.get("servers") or {}
     names = [s for s in environment.dataset_provenance(dataset).get("servers", []) if s in servers]
     # the order the experiment's run started them in; a server started for an earlier experiment first

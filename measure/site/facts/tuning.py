@@ -150,8 +150,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
              "en": "Starting from vLLM's defaults, which change buys the most?"},
-        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}。64 个在途时是 {best_64}（{gain_64}）。先试这一项；下面的表列出每一级变好、变差还是分不出。",
-                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before. At 64 in flight it was {best_64} ({gain_64}). Try that change first; the table below says which rungs helped, which hurt and which made no measurable difference."},
+        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}。64 个在途时是 {best_64}（{gain_64}）。先试这一项。",
+                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before. At 64 in flight it was {best_64} ({gain_64}). Try that change first."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每个请求约 1k token 输入（其中一半是共享的系统提示）、256 个输出 token，每个负载三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights; about 1k tokens in per request (half of them a shared system prompt), 256 out, three rounds at each load."},
         figure="ladder",
@@ -160,8 +160,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "把 --max-model-len 调小，能放下更多请求、跑得更快吗？",
              "en": "Does a smaller --max-model-len fit more requests or run faster?"},
-        answer={"zh": "KV 缓存不变：--max-model-len 4096 时 {kv_4k} 个 token，用模型自己的上限时 {kv_own}（{kv_4k_vs_own}）。同样的请求，64 个在途时吞吐 {tok_s_4k} 对 {tok_s_own}（{tok_s_4k_vs_own}）。变的只是 vLLM 日志里按最长请求算出的并发数（{concurrency_4k} 对 {concurrency_own}）；只有请求真的短时，才值得把它调小来拒绝过长的请求。",
-                "en": "The KV cache stays the same: {kv_4k} tokens at --max-model-len 4096 and {kv_own} at the model's own limit ({kv_4k_vs_own}). With the same requests at 64 in flight, throughput was {tok_s_4k} against {tok_s_own} ({tok_s_4k_vs_own}). What changes is the concurrency vLLM's log works out for the longest request ({concurrency_4k} against {concurrency_own}); lower it only to refuse requests longer than yours really are."},
+        answer={"zh": "KV 缓存不变：--max-model-len 4096 时 {kv_4k} 个 token，用模型自己的上限时 {kv_own}（{kv_4k_vs_own}）。同样的请求，64 个在途时吞吐 {tok_s_4k} 对 {tok_s_own}（{tok_s_4k_vs_own}）。变的只是 vLLM 日志里按最长请求算出的并发数（{concurrency_4k} 对 {concurrency_own}），所以只在需要拒绝过长的请求时才调小它。",
+                "en": "The KV cache stays the same: {kv_4k} tokens at --max-model-len 4096 and {kv_own} at the model's own limit ({kv_4k_vs_own}). With the same requests at 64 in flight, throughput was {tok_s_4k} against {tok_s_own} ({tok_s_4k_vs_own}). What changes is the concurrency vLLM's log works out for the longest request ({concurrency_4k} against {concurrency_own}), so lower it only to refuse requests longer than yours."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重，每个服务器独占 GPU；每个请求约 1k token 输入、128 个输出 token，三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights, each server with the GPU to itself; about 1k tokens in and 128 out per request, three rounds."},
         caveats={"zh": "启动时间：4096 时 {start_4k}，模型自己的上限时 {start_own}，各只启动一次。",
@@ -172,8 +172,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "n-gram 推测解码能省多少时间，又要付出多少？",
              "en": "What does n-gram speculative decoding gain, and what does it cost?"},
-        answer={"zh": "看草稿被接受得多不多。虚拟权重在贪心解码下会重复自己，草稿几乎都对：vLLM 接受了 {accepted_greedy}，1 个请求在途时每个输出 token 用 {tpot_ngram_greedy}，不开推测 {tpot_none_greedy}（{tpot_greedy_ratio}）。按温度 1 采样时写出随机 token，草稿很少出现（每个输出 token {drafts_sampled} 个草稿 token），每个输出 token 用 {tpot_ngram_sampled} 对 {tpot_none_sampled}（{tpot_sampled_ratio}）。真实文本在两者之间：{gain_with_real_weights}。",
-                "en": "It depends on how many drafts are taken. Under greedy decoding dummy weights repeat themselves, so the drafts are right: vLLM accepted {accepted_greedy} of them, and at 1 request in flight each output token took {tpot_ngram_greedy} against {tpot_none_greedy} without speculation ({tpot_greedy_ratio}). Sampled at temperature 1 they write random tokens and drafts seldom come ({drafts_sampled} draft tokens per output token): {tpot_ngram_sampled} against {tpot_none_sampled} ({tpot_sampled_ratio}). Real text lies between: {gain_with_real_weights}."},
+        answer={"zh": "看草稿被接受得多不多：虚拟权重在贪心解码下会重复自己，vLLM 接受了 {accepted_greedy} 的草稿，1 个请求在途时每个输出 token 用 {tpot_ngram_greedy}，不开推测 {tpot_none_greedy}（{tpot_greedy_ratio}）。按温度 1 采样时写出随机 token，草稿很少出现（每个输出 token {drafts_sampled} 个草稿 token），每个输出 token 用 {tpot_ngram_sampled} 对 {tpot_none_sampled}（{tpot_sampled_ratio}）。真实文本在两者之间：{gain_with_real_weights}。",
+                "en": "It depends on how many drafts are taken: under greedy decoding dummy weights repeat themselves, vLLM accepted {accepted_greedy} of the drafts, and at 1 request in flight each output token took {tpot_ngram_greedy} against {tpot_none_greedy} without speculation ({tpot_greedy_ratio}). Sampled at temperature 1 they write random tokens and drafts seldom come ({drafts_sampled} draft tokens per output token): {tpot_ngram_sampled} against {tpot_none_sampled} ({tpot_sampled_ratio}). Real text lies between: {gain_with_real_weights}."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每步最多猜 4 个 token，同一组请求，三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights; up to 4 draft tokens a step, the same requests, three rounds."},
         caveats={"zh": "16 个在途时：贪心 {tpot_ngram_greedy_16} 对 {tpot_none_greedy_16}，采样 {tpot_ngram_sampled_16} 对 {tpot_none_sampled_16}。",
@@ -194,8 +194,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "限制 max_pixels 能减少图像 token 和首 token 时间吗？",
              "en": "Does limiting max_pixels cut image tokens and time to first token?"},
-        answer={"zh": "能。1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
-                "en": "Yes. A 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). The same limit set in one request gave {image_tokens_request} tokens."},
+        answer={"zh": "能：1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
+                "en": "Yes: a 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). The same limit set in one request gave {image_tokens_request} tokens."},
         conditions={"zh": "H200 上的 Qwen3-VL-2B-Instruct，默认模式，虚拟权重；每次一个请求、一张没发过的图。",
                     "en": "Qwen3-VL-2B-Instruct on one H200, default mode, dummy weights; one request at a time, each with an image not sent before."},
         caveats={"zh": "这张图占用的 KV 缓存：不设限 {image_kv_default}，限制后 {image_kv_server}。",
