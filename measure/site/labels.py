@@ -507,7 +507,9 @@ VALUE_ZH = {
     # tuning
     "better": "变好", "worse": "变差", "no measurable change": "分不出变化", "server": "服务器", "request": "请求",
     "TTFT p50": "首 token 时间 p50", "TTFT p99": "首 token 时间 p99", "TPOT p50": "每输出 token 时间 p50",
-    "TPOT p99": "每输出 token 时间 p99", "ngram": "ngram",
+    "TPOT p99": "每输出 token 时间 p99", "ngram": "ngram", "request, trusted server": "请求（服务器信任请求里的参数）",
+    "greedy": "贪心", "sampled": "采样", "1 instance": "1 个实例", "2 instances": "2 个实例", "4 instances": "4 个实例",
+    "1 server, 4 API servers": "1 个服务器、4 个 API 进程",
 }
 # Values built from parts (security_versions' probes and outcomes): translated part by part.
 _PATTERNS = ((re.compile(r"^(.+) without a key$"), "不带密钥：{}"), (re.compile(r"^fetched (.+)$"), "取了 {}"),

@@ -64,8 +64,8 @@ FIGURES = {
         columns=["documents", "concurrency", "pairs_per_s", "pairs_per_s_min", "pairs_per_s_max", "latency_p50_ms",
                  "latency_p99_ms", "pair_tokens"]),
     "image_table": Table("image_limits.tokens", env=H200,
-        columns=["set_in", "max_pixels", "side", "prompt_tokens", "ttft_ms", "ttft_ms_min", "ttft_ms_max", "kv_mib",
-                 "encoder_cache_budget_tokens"]),
+        columns=["set_in", "max_pixels", "side", "accepted", "prompt_tokens", "ttft_ms", "ttft_ms_min", "ttft_ms_max",
+                 "kv_mib", "encoder_cache_budget_tokens", "error"]),
     "ladder_table_cpu": Table("tuning_ladder.rungs", env=CPU, columns=LADDER_COLUMNS, collapsed=True,
         key="tuning_ladder.rungs:table:cpu"),
     "length_table_cpu": Table("max_model_len.settings", env=CPU, collapsed=True, key="max_model_len.settings:table:cpu",
@@ -84,7 +84,7 @@ FIGURES = {
     "instances_table_cpu": Table("instances.load", env=CPU, collapsed=True, key="instances.load:table:cpu",
         columns=["workload", "layout", "concurrency", "tokens_per_s", "ttft_p50_ms", "api_cpu", "engine_cpu"]),
     "image_table_cpu": Table("image_limits.tokens", env=CPU, collapsed=True, key="image_limits.tokens:table:cpu",
-        columns=["set_in", "max_pixels", "side", "prompt_tokens", "ttft_ms", "kv_mib"]),
+        columns=["set_in", "max_pixels", "side", "accepted", "prompt_tokens", "ttft_ms", "kv_mib", "error"]),
 }
 
 topic("tuning", facts=FIGURES | {
@@ -128,7 +128,7 @@ topic("tuning", facts=FIGURES | {
     "pairs_10_32_vs_1": Ratio("pairs_10_32", ">", "pairs_10_1"),
     "image_tokens_default": image("prompt_tokens", "none", "default"),
     "image_tokens_server": image("prompt_tokens", "server", "262144"),
-    "image_tokens_request": image("prompt_tokens", "request", "262144"),
+    "image_tokens_request": image("prompt_tokens", "request, trusted server", "262144"),
     "image_tokens_cut": Ratio("image_tokens_server", "<<", "image_tokens_default"),
     "image_ttft_default": image("ttft_ms", "none", "default", 1, spread=True),
     "image_ttft_server": image("ttft_ms", "server", "262144", 1, spread=True),
@@ -194,8 +194,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "限制 max_pixels 能减少图像 token 和首 token 时间吗？",
              "en": "Does limiting max_pixels cut image tokens and time to first token?"},
-        answer={"zh": "能：1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
-                "en": "Yes: a 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). The same limit set in one request gave {image_tokens_request} tokens."},
+        answer={"zh": "能：1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。服务器用 --trust-request-mm-kwargs 启动时，在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
+                "en": "Yes: a 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). Set in one request to a server started with --trust-request-mm-kwargs, the same limit gave {image_tokens_request} tokens."},
         conditions={"zh": "H200 上的 Qwen3-VL-2B-Instruct，默认模式，虚拟权重；每次一个请求、一张没发过的图。",
                     "en": "Qwen3-VL-2B-Instruct on one H200, default mode, dummy weights; one request at a time, each with an image not sent before."},
         caveats={"zh": "这张图占用的 KV 缓存：不设限 {image_kv_default}，限制后 {image_kv_server}。",
