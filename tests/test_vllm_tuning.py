@@ -134,4 +134,4 @@ def test_max_pixels_cuts_image_tokens_set_on_the_server_or_in_the_request(image_
     if not request["accepted"]:
         assert "--trust-request-mm-kwargs" in request["error"] and pd.isna(request["prompt_tokens"])
     accepted = image_limits[image_limits["accepted"]]
-    assert (accepted["kv_mib"] > 0).all() and accepted["encoder_cache_budget_tokens"].notna().all()
+    assert (accepted["kv_mib"] > 0).all()
