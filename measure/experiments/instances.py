@@ -138,10 +138,16 @@ class Instances(Experiment):
         loads = [ctx.load(server, workers=default_workers(share)) for server in servers]
         rounds, windows = [], []
         with CpuSampler(names) as sampler, ThreadPoolExecutor(len(servers)) as pool:
-            for r in range(s["rounds"] + 1):  # round 0 warms this load point up and is not kept
+            for r in range(s["rounds"] + 1):
                 requests = [self.batch(server, workload, count, s, f"{concurrency}-{r}-{i}")
                             for i, server in enumerate(servers)]
-                batches = list(pool.map(lambda load, batch: load.run(batch, share), loads, requests))
+                if r == 0:
+                    # the warm-up round, not kept, one instance after another from this thread: it starts each load
+                    # generator's worker processes here, since they end with the thread that started them
+                    # (PR_SET_PDEATHSIG) and the pool's threads end with this load point
+                    batches = [load.run(batch, share) for load, batch in zip(loads, requests, strict=True)]
+                else:
+                    batches = list(pool.map(lambda load, batch: load.run(batch, share), loads, requests))
                 failed = [e for b in batches for e in b.errors]
                 if failed:
                     raise RuntimeError(f"{workload} requests failed at {concurrency} in flight: {failed[:2]}")
