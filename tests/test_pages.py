@@ -56,3 +56,26 @@ def test_no_snake_case_header_on_a_built_zh_page(tmp_path):
                  for h in re.findall(r"<th[^>]*>(.*?)</th>", page.read_text(encoding="utf-8"), flags=re.S)]
         snake = [h for h in heads if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+( \(.*\))?", h)]
         assert not snake, f"{page.relative_to(site)}: {snake[:5]}"
+
+
+def test_server_commands_box_escapes_what_provenance_says_and_follows_the_start_order(fixture_root):
+    import json
+
+    from measure.schema import UnknownName
+    from measure.site.macros import server_commands_box
+    from measure.site.scan import make_store
+
+    env = fixture_root / "fixture-cpu"
+    prov = json.loads((env / "provenance.json").read_text())
+    behind = prov["datasets"]["pooling.embedding_throughput"]["servers"]
+    hostile = "<script>window.__pwned=1</script> --flag \"a b\" '<img src=x onerror=alert(1)>'"
+    prov["servers"][behind[0]]["command"] = ["python", "-m", "vllm", hostile]
+    (env / "provenance.json").write_text(json.dumps(prov))
+    store = make_store(fixture_root)
+
+    box = server_commands_box(store, "en", "pooling.embedding_throughput", "fixture-cpu")
+    assert "<script>" not in box and "<img" not in box and "&lt;script&gt;" in box
+    assert box.count("<li>") == len(behind) and box.startswith('<details class="server-commands">')
+    assert server_commands_box(store, "zh", "pooling.embedding_throughput", "no-such-env") == ""  # the figure says 未实测
+    with pytest.raises(UnknownName):
+        server_commands_box(store, "en", "pooling.no_such_dataset", "fixture-cpu")

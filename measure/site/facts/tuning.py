@@ -90,6 +90,8 @@ FIGURES = {
 topic("tuning", facts=FIGURES | {
     "best_256": best("best_added", 256),
     "gain_256": best("best_gain", 256, 2),
+    "unchanged_256": best("unchanged", 256),
+    "worse_256": best("worse", 256),
     "best_64": best("best_added", 64),
     "gain_64": best("best_gain", 64, 2),
     "kv_4k": length("kv_cache_tokens", "4096"),
@@ -150,8 +152,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
              "en": "Starting from vLLM's defaults, which change buys the most?"},
-        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}。64 个在途时是 {best_64}（{gain_64}）。先试这一项。",
-                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before. At 64 in flight it was {best_64} ({gain_64}). Try that change first."},
+        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}；{unchanged_256} 在那里分不出变化，{worse_256} 让吞吐变低。64 个在途时收获最大的是 {best_64}（{gain_64}）。先试收获最大的那一项。",
+                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before; {unchanged_256} made no measurable difference there, and {worse_256} lowered throughput. At 64 in flight the most came from {best_64} ({gain_64}). Try the change that bought most first."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每个请求约 1k token 输入（其中一半是共享的系统提示）、256 个输出 token，每个负载三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights; about 1k tokens in per request (half of them a shared system prompt), 256 out, three rounds at each load."},
         figure="ladder",
