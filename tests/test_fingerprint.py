@@ -86,7 +86,8 @@ def test_describing_an_experiment_differently_keeps_its_fingerprint(tmp_path, ba
      None),  # every experiment that draws words from it
     ("a metric definition's version", {"measure/harness/definitions.py": [
         ('"percentile": Definition(\n        2,', '"percentile": Definition(\n        3,')]},
-     {"batch_limits", "capacity", "fidelity", "prefill", "rerank_concurrency", "rerank_documents", "tuning_ladder"}),
+     {"batch_limits", "capacity", "fidelity", "instances", "prefill", "rerank_concurrency", "rerank_documents",
+      "tuning_ladder"}),
 ])
 def test_changing_what_is_measured_changes_the_fingerprint(tmp_path, baseline, what, edits, expected):
     moved = changed(baseline, fingerprints_after(tmp_path, edits))

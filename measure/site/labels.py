@@ -65,6 +65,10 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "set_in": ("限制设在", "limit set in"),
     "max_pixels": ("max_pixels", "max_pixels"),
     "kv_mib": ("一张图占的 KV", "KV an image takes"),
+    "sampling": ("解码方式", "decoding"),
+    "instances": ("实例数", "instances"),
+    "memory_share": ("每个实例的显存份额", "memory share of each instance"),
+    "engine_cpu_max": ("最忙的引擎核心", "busiest engine core"),
     # prefill
     "caching": ("前缀缓存", "prefix caching"),
     "prefix_tokens": ("共享前缀", "shared prefix"),
