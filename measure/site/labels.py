@@ -63,7 +63,7 @@ COLUMN_LABELS: dict[str, tuple[str, str]] = {
     "latency_p99_ms_min": ("延迟 p99 最低一轮", "latency p99, lowest round"),
     "latency_p99_ms_max": ("延迟 p99 最高一轮", "latency p99, highest round"),
     "set_in": ("限制设在", "limit set in"),
-    "max_pixels": ("max_pixels", "max_pixels"),
+    "max_pixels": ("像素上限", "max_pixels"),
     "kv_mib": ("一张图占的 KV", "KV an image takes"),
     "sampling": ("解码方式", "decoding"),
     "instances": ("实例数", "instances"),

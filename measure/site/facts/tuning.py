@@ -153,8 +153,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
              "en": "Starting from vLLM's defaults, which change buys the most?"},
-        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}；{unchanged_256} 在那里分不出变化，{worse_256} 让吞吐变低。64 个在途时收获最大的是 {best_64}（{gain_64}）。先试收获最大的那一项。",
-                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before; {unchanged_256} made no measurable difference there, and {worse_256} lowered throughput. At 64 in flight the most came from {best_64} ({gain_64}). Try the change that bought most first."},
+        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}；{unchanged_256} 在那里分不出变化，{worse_256} 让吞吐变低。64 个在途时收获最大的是 {best_64}（{gain_64}）；先试收获最大的那一项。",
+                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before; {unchanged_256} made no measurable difference there, and {worse_256} lowered throughput. At 64 in flight the most came from {best_64} ({gain_64}); try the change that bought most first."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每个请求约 1k token 输入（其中一半是共享的系统提示）、256 个输出 token，每个负载三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights; about 1k tokens in per request (half of them a shared system prompt), 256 out, three rounds at each load."},
         figure="ladder",
@@ -195,9 +195,9 @@ topic("tuning", facts=FIGURES | {
         unsettled={"zh": "需要在 1、8、32 个在途时，发 10 篇和 100 篇文档的重排请求。",
                    "en": "Settling it takes rerank requests of 10 and 100 documents at 1, 8 and 32 in flight."}),
     Question(
-        ask={"zh": "限制 max_pixels 能减少图像 token 和首 token 时间吗？",
+        ask={"zh": "给图像设像素上限，能减少图像 token 和首 token 时间吗？",
              "en": "Does limiting max_pixels cut image tokens and time to first token?"},
-        answer={"zh": "能：1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上设 max_pixels 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。服务器用 --trust-request-mm-kwargs 启动时，在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
+        answer={"zh": "能：1344×1344 的图不设限时占 {image_tokens_default} 个 token，服务器上把像素上限设为 262144 后只占 {image_tokens_server}（{image_tokens_cut}），首 token 时间从 {image_ttft_default} 降到 {image_ttft_server}（{image_ttft_cut}）。服务器用 --trust-request-mm-kwargs 启动时，在单个请求里设同样的限制，得到 {image_tokens_request} 个 token。",
                 "en": "Yes: a 1344×1344 image took {image_tokens_default} tokens with no limit and {image_tokens_server} with max_pixels 262144 set on the server ({image_tokens_cut}); its first token came after {image_ttft_server} instead of {image_ttft_default} ({image_ttft_cut}). Set in one request to a server started with --trust-request-mm-kwargs, the same limit gave {image_tokens_request} tokens."},
         conditions={"zh": "H200 上的 Qwen3-VL-2B-Instruct，默认模式，虚拟权重；每次一个请求、一张没发过的图。",
                     "en": "Qwen3-VL-2B-Instruct on one H200, default mode, dummy weights; one request at a time, each with an image not sent before."},
