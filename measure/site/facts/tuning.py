@@ -149,6 +149,15 @@ topic("tuning", facts=FIGURES | {
     "chat_ttft99_one_256": layout("chat", "1 instance", 256, "ttft_p99_ms", spread=False),
     "chat_ttft99_four_256": layout("chat", "4 instances", 256, "ttft_p99_ms", spread=False),
     "engine_one_256": layout("chat", "1 instance", 256, "engine_cpu", digits=2, spread=False),
+    # the CPU stand-in: one server configuration started twice (its own context is 4,096 tokens)
+    "cpu_len_4096": Value("max_model_len.settings", "output_tok_s", {"max_model_len": "4096"},
+                          {"env": CPU, "digits": 0, "show_range": True}),
+    "cpu_len_own": Value("max_model_len.settings", "output_tok_s", {"max_model_len": "model's own"},
+                         {"env": CPU, "digits": 0, "show_range": True}),
+    "cpu_context_4096": Value("max_model_len.settings", "context_tokens", {"max_model_len": "4096"}, {"env": CPU}),
+    "cpu_context_own": Value("max_model_len.settings", "context_tokens", {"max_model_len": "model's own"},
+                             {"env": CPU}),
+    "cpu_same_config_twice": Ratio("cpu_len_4096", "<", "cpu_len_own"),
 }, questions=(
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
