@@ -31,7 +31,7 @@ SIZES = {
 
 TOKENS = DatasetSchema(
     name="image_limits.tokens",
-    title={"zh": "max_pixels 限制下的图像 token、首 token 时间与 KV 占用",
+    title={"zh": "像素上限下的图像 token、首 token 时间与 KV 占用",
            "en": "Image tokens, TTFT and KV memory under max_pixels limits"},
     key=("set_in", "max_pixels", "side"),
     doc="One request at a time, each with a new image; medians over the images, with the lowest and highest TTFT. "
