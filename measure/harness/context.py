@@ -173,10 +173,10 @@ class ServerPool:
         sids = [self.sid(spec) for spec in specs]
         if not all(sid in self.live for sid in sids):
             self.stop()
-            for spec in specs:
+            for spec, sid in zip(specs, sids, strict=True):
                 self.start_together([spec], staging)
-                if self.sid(spec) in self.failed:
-                    raise self.failed.pop(self.sid(spec))
+                if sid in self.failed:
+                    raise self.failed.pop(sid)
         return [(sid, self.live[sid]) for sid in sids]
 
     def group_for(self, spec: ServerSpec) -> list[ServerSpec]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import html
+import shlex
 from pathlib import Path
 
 from measure.site import stash
@@ -174,24 +175,24 @@ def claim_words(claim, store, lang: str) -> str:
 
 
 def server_commands_box(store, lang: str, dataset: str, env_name: str) -> str:
-    """The full command of each server behind a dataset (from the environment's provenance), escaped."""
-    import shlex
-
+    """The full command of each server behind a dataset (from the environment's provenance), escaped, in the order
+    the dataset's experiment started them (a server it found started by an earlier experiment last)."""
     store.schema(dataset)  # an unknown dataset fails the build
     environment = store.env(env_name)
-    title, lead = SERVER_COMMANDS_TEXT[lang]
     if environment is None or not environment.has(dataset):
         return ""  # the figure above already says 未实测 and how to measure it
     servers = environment.provenance.get("servers") or {}
-    names = [s for s in environment.dataset_provenance(dataset).get("servers", []) if s in servers]
-    # the order the experiment's run started them in; a server started for an earlier experiment first
-    experiment = environment.dataset_provenance(dataset).get("experiment", "")
-    starts = ((environment.provenance.get("experiments") or {}).get(experiment) or {}).get("server_starts") or []
-    order = {start["server"]: i for i, start in reversed(list(enumerate(starts))) if "server" in start}
-    names.sort(key=lambda s: (order.get(s, len(order)), s))
+    recorded = environment.dataset_provenance(dataset)
+    starts = ((environment.provenance.get("experiments") or {}).get(recorded.get("experiment", "")) or {}).get(
+        "server_starts") or []
+    order: dict[str, int] = {}
+    for i, start in enumerate(starts):
+        order.setdefault(start.get("server", ""), i)
+    names = sorted((s for s in recorded.get("servers", []) if s in servers), key=lambda s: (order.get(s, len(starts)), s))
     items = "".join(f"<li><code>{html.escape(name)}</code><pre><code>"
                     f"{html.escape(shlex.join(str(a) for a in servers[name].get('command') or []))}</code></pre></li>"
                     for name in names)
+    title, lead = SERVER_COMMANDS_TEXT[lang]
     return (f'<details class="server-commands"><summary>{html.escape(title)}</summary>'
             f"<p>{html.escape(lead.format(dataset=dataset, env=env_name))}</p><ol>{items}</ol></details>")
 
