@@ -22,7 +22,7 @@ PEAK = DatasetSchema(
     columns=(
         Column("device", "str"),
         Column("side", "int", "", "square matrices of this side"),
-        Column("dtype", "str", doc="bfloat16, or float32 on a CPU without a full-speed bf16 matmul", nullable=True),
+        Column("dtype", "str", doc="bfloat16 on a GPU; on a CPU the faster of bfloat16 and float32, timed briefly", nullable=True),
         Column("tflops", "float", "TFLOP/s", "dense torch matmul in that dtype, after warm-up"),
         Column("threads", "int", "", "torch CPU threads (CPU) or host threads (GPU)"),
         Column("torch", "str"),

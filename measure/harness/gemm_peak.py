@@ -1,8 +1,9 @@
 """Dense matrix-multiply rate of this device, the ceiling a roofline ratio is measured against.
 
-Runs as a script in vLLM's Python (it needs only torch) and prints one JSON line. The dtype is bf16 where torch
-multiplies it at full speed (a GPU, a CPU with AVX-512), else fp32: on a 2-core AVX2 EPYC torch's own bf16 matmul took
-a fallback ~500 times slower than fp32, which vLLM's CPU layers (oneDNN) never take.
+Runs as a script in vLLM's Python (it needs only torch) and prints one JSON line. A GPU is timed in bf16. A CPU is
+timed in whichever of bf16 and fp32 it multiplies faster, found by timing both briefly: torch's flag for a full-speed
+bf16 matmul is no guide (a 2-core AVX2 EPYC took a fallback ~500x slower than fp32; an AVX-512 Xeon without
+avx512_bf16 reports support and ran bf16 5 to 13 times slower), and vLLM's CPU layers (oneDNN) take neither fallback.
 """
 
 from __future__ import annotations
@@ -11,30 +12,34 @@ import json
 import sys
 
 
-def full_speed_dtype(cuda: bool) -> str:
-    """bfloat16 where this device multiplies it at full speed, else float32."""
-    import torch
-
+def fastest_dtype(cuda: bool, side: int) -> str:
+    """bfloat16 on a GPU; on a CPU the faster of bfloat16 and float32 at this size, timed briefly."""
     if cuda:
         return "bfloat16"
-    bf16_check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
-    return "bfloat16" if bf16_check is not None and bf16_check() else "float32"
+    return max(("bfloat16", "float32"), key=lambda dtype: rate(dtype, side, False, 0.3)[0])
+
+
+def rate(dtype: str, side: int, cuda: bool, min_seconds: float) -> tuple[float, int, float]:
+    """(TFLOP/s, iterations, seconds) of ``side``-square matmuls in ``dtype``."""
+    import torch
+    from device_timing import repeat_for
+
+    device = "cuda" if cuda else "cpu"
+    a = torch.randn(side, side, dtype=getattr(torch, dtype), device=device)
+    b = torch.randn(side, side, dtype=getattr(torch, dtype), device=device)
+    iterations, elapsed = repeat_for(lambda: a @ b, cuda, min_seconds)
+    return 2 * side**3 * iterations / elapsed / 1e12, iterations, elapsed
 
 
 def main(side: int, min_seconds: float = 2.0, dtype: str | None = None) -> dict:
     import torch
-    from device_timing import repeat_for
 
     cuda = torch.cuda.is_available()
-    device = "cuda" if cuda else "cpu"
-    dtype = dtype or full_speed_dtype(cuda)
-    a = torch.randn(side, side, dtype=getattr(torch, dtype), device=device)
-    b = torch.randn(side, side, dtype=getattr(torch, dtype), device=device)
-    iterations, elapsed = repeat_for(lambda: a @ b, cuda, min_seconds)
+    dtype = dtype or fastest_dtype(cuda, side)
+    tflops, iterations, elapsed = rate(dtype, side, cuda, min_seconds)
     name = torch.cuda.get_device_name(0) if cuda else "cpu"
     return {"device": name, "side": side, "dtype": dtype, "iterations": iterations, "seconds": elapsed,
-            "tflops": 2 * side**3 * iterations / elapsed / 1e12, "threads": torch.get_num_threads(),
-            "torch": torch.__version__}
+            "tflops": tflops, "threads": torch.get_num_threads(), "torch": torch.__version__}
 
 
 if __name__ == "__main__":
