@@ -211,6 +211,7 @@ def tests(session: nox.Session) -> None:
     # then, alone, the tests whose assertions are timings of our own client or of processes. Given test paths may
     # leave one of the two runs with none to select (pytest's exit 5).
     ok = [0, 5] if session.posargs else [0]
-    session.run("pytest", "-ra", "--durations=20", "-n", "2", "--dist", "loadfile", "-m", "not timing",
+    session.run("pytest", "-ra", "--durations=20", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+                "-m", "not timing",
                 *session.posargs, success_codes=ok)
     session.run("pytest", "-ra", "-m", "timing", *session.posargs, success_codes=ok)

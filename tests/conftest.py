@@ -99,14 +99,16 @@ def build_site(data_root: Path, site_dir: Path, docs_dir: Path | None = None, ch
 
 
 
-# `nox -s tests` hands whole files to two pytest workers (--dist loadfile) in collection order: the slowest files
-# first, so that neither worker is left with a long one at the end. Seconds from CI's --durations (a clean clone on
-# an AVX2-only 2-core host, 2026-12-05).
-SLOW_FILES = {"test_vllm_vision.py": 1063, "test_vllm_e2e.py": 486, "test_vllm_parallel.py": 485,
-              "test_vllm_pooling_limits.py": 467, "test_vllm_lora.py": 454, "test_vllm_capacity.py": 448,
-              "test_vllm_fidelity.py": 341, "test_vllm_api_servers.py": 240, "test_vllm_prefill.py": 181,
-              "test_vllm_process.py": 131, "test_vllm_video.py": 129, "test_vllm_attach.py": 118, "test_browser.py": 86,
-              "test_scaffold.py": 77, "test_vllm_security_versions.py": 63}
+# `nox -s tests` hands whole files to two pytest workers (--dist loadfile, --no-loadscope-reorder: xdist's own
+# order, most tests first, put these last) in collection order: the slowest files first, so that neither worker is
+# left with a long one at the end. Seconds from CI's --durations (a clean clone on a 2-core host, 2026-12-08; files
+# not in its top 20 from 2026-12-05).
+SLOW_FILES = {"test_vllm_vision.py": 624, "test_vllm_tuning.py": 572, "test_vllm_lora.py": 555,
+              "test_vllm_e2e.py": 486, "test_vllm_parallel.py": 485, "test_vllm_pooling_limits.py": 467,
+              "test_vllm_capacity.py": 448, "test_vllm_fidelity.py": 341, "test_vllm_api_servers.py": 240,
+              "test_vllm_image_limits.py": 195, "test_vllm_prefill.py": 181, "test_vllm_video.py": 149,
+              "test_vllm_process.py": 131, "test_vllm_attach.py": 118, "test_browser.py": 105, "test_scaffold.py": 83,
+              "test_vllm_security_versions.py": 63}
 
 
 def pytest_collection_modifyitems(config, items):

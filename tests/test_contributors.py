@@ -68,3 +68,13 @@ def test_the_reproduce_box_lists_only_environments_with_data_for_the_page(store)
     assert "nox -s measure -- pooling" in pooling and "data/: fixture-cpu<" in pooling
     assert "fixture-article" not in pooling  # cited: nothing there can be re-measured
     assert "data/: -<" in reproduce_box(store, "zh", ("lora",))
+
+
+def test_every_file_that_starts_vllm_declares_its_cost_for_the_two_ci_workers():
+    """`nox -s tests` hands the slowest files out first (conftest.SLOW_FILES); a new vLLM file left out would be
+    handed out last and could leave one worker idle for its whole length."""
+    from conftest import SLOW_FILES
+
+    starts_vllm = {path.name for path in (REPO / "tests").glob("test_*.py")
+                   if "pytest.mark.vllm" in path.read_text() and "pytest.mark.timing]" not in path.read_text()}
+    assert starts_vllm - set(SLOW_FILES) == set(), "add these files to SLOW_FILES with their seconds in CI"
