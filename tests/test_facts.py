@@ -279,3 +279,45 @@ def test_a_later_answer_citing_a_figure_compared_above_links_back_to_that_compar
                 link_at = html.index(f'href="#{anchor}"')
                 assert -1 < html.find(f'<details class="answer-same-quantity-brief" id="{anchor}"') < link_at, (name, anchor)
     assert links >= 2, "the pooling page's answers cite a compared figure twice (en and zh): its back-links are gone"
+
+
+def test_an_empty_verdict_drops_its_sentence_and_the_absent_one_says_none(tmp_path):
+    """The ladder's best rung is empty where no rung raised throughput measurably: the sentence naming the best rung
+    drops itself and the Absent sentence stands; nothing reads 未实测, since it was measured."""
+    import shutil
+
+    from measure.site.facts import Absent, Question, Topic, Value
+    from measure.site.scan import make_store
+
+    root = tmp_path / "data"
+    shutil.copytree("data", root)
+    (root / "cpu-2c-x86-64" / "tuning_ladder.best.csv").write_text(
+        "concurrency,best_step,best_added,best_gain,unchanged,worse\n"
+        "4,1,--api-server-count 4,1.25,,--kv-cache-dtype fp8\n"
+        "16,,,,--api-server-count 4; --max-num-batched-tokens 16384,\n")
+    store = make_store(root)
+
+    def cell(column, concurrency, digits=None):
+        return Value("tuning_ladder.best", column, {"concurrency": concurrency},
+                     {"env": "cpu-2c-x86-64", "drops_if_empty": True} | ({"digits": digits} if digits else {}))
+
+    found = Topic("t", {f"{name}_{c}": fact for c in (4, 16) for name, fact in (
+        ("best", cell("best_added", c)), ("gain", cell("best_gain", c, 2)), ("no_best", Absent(f"best_{c}")),
+        ("unchanged", cell("unchanged", c)), ("worse", cell("worse", c)))})
+    text = " ".join(f"{{best_{c}}} bought {{gain_{c}}}. {{no_best_{c}}}Nothing bought anything at {c}. "
+                    f"{{unchanged_{c}}} changed nothing at {c}. {{worse_{c}}} hurt at {c}." for c in (4, 16))
+    question = Question(ask={"zh": "问？", "en": "Ask?"}, answer={"zh": text, "en": text}, figure="f")
+    html, renderer = render(store, "en", lambda r: r._answer_html(found, question))
+    words = re.sub(r"<[^>]+>", "", re.sub(r'title="[^"]*"', "", html))
+    assert "--api-server-count 4 bought 1.25" in words and "--kv-cache-dtype fp8 hurt at 4." in words, words
+    assert "Nothing bought anything at 16." in words and "changed nothing at 16." in words, words
+    for said_wrongly in ("Nothing bought anything at 4", "changed nothing at 4", "hurt at 16", "bought ."):
+        assert said_wrongly not in words, (said_wrongly, words)
+    assert "claim-not-measured" not in html and {c.status for c in renderer.claims} == {"measured"}
+    # outside an answer's sentence an empty cell has no sentence to drop: it fails the build
+    with pytest.raises(Exception, match="drops_if_empty works only in an answer's sentence"):
+        render(store, "en", lambda r: r._fact_html(found, "best_16"))
+    with pytest.raises(UnknownName, match="not a Value of the topic with drops_if_empty"):
+        from measure.site.facts import topic
+
+        topic("test_absent_refused", facts={"a": Value("tuning_ladder.best", "best_added"), "b": Absent("a")})

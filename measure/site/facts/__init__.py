@@ -59,6 +59,15 @@ class Product:
 
 
 @dataclass(frozen=True)
+class Absent:
+    """Keeps its answer sentence only where ``fact`` (a Value of the topic with the option ``drops_if_empty``) was
+    measured empty: the sentence that says what an empty cell means ("no rung raised throughput measurably"), where
+    the sentence citing ``fact`` drops itself. Prints nothing."""
+
+    fact: str
+
+
+@dataclass(frozen=True)
 class Unconfirmed:
     """A 未确认 / Unconfirmed mark with its reason in each language: what the data show but do not explain."""
 
@@ -119,7 +128,7 @@ class Matrix(Shown):
     kind = "matrix"
 
 
-Fact = Value | Ratio | Product | Unconfirmed | NotMeasured | Shown
+Fact = Value | Ratio | Product | Absent | Unconfirmed | NotMeasured | Shown
 
 
 @dataclass(frozen=True)
@@ -190,6 +199,11 @@ def topic(name: str, facts: dict[str, Fact], questions: tuple[Question, ...] = (
             if side not in facts:
                 raise UnknownName(f"topic {name!r}: a {type(ratio).__name__.lower()} names {side!r}, which the topic "
                                   "does not declare")
+    for name_, absent in ((n, f) for n, f in facts.items() if isinstance(f, Absent)):
+        target = facts.get(absent.fact)
+        if not isinstance(target, Value) or not target.options.get("drops_if_empty"):
+            raise UnknownName(f"topic {name!r}: Absent fact {name_!r} names {absent.fact!r}, which is not a Value of "
+                              "the topic with drops_if_empty")
     asked = [q.ask.get("en") for q in questions]
     if len(set(asked)) != len(asked):
         raise ValueError(f"topic {name!r} asks a question twice: "

@@ -1,7 +1,7 @@
 """Where to start tuning (docs/tuning.*.md): the tuning ladder, --max-model-len, n-gram speculation, reranking under
 concurrency and image size limits, on the H200; the CPU stand-in's figures in their own section."""
 
-from measure.site.facts import Chart, NotMeasured, Question, Ratio, Table, Value, topic
+from measure.site.facts import Absent, Chart, NotMeasured, Question, Ratio, Table, Value, topic
 
 H200 = "gpu-1x-nvidia-h200"
 CPU = "cpu-2c-x86-64"
@@ -14,7 +14,10 @@ def on_h200(dataset: str, column: str, where: dict, digits: int | None = None, s
 
 
 def best(column: str, concurrency: int, digits: int | None = None) -> Value:
-    return on_h200("tuning_ladder.best", column, {"concurrency": concurrency}, digits)
+    """A cell of the ladder's verdict at one load; empty means no rung (its sentence drops itself, an Absent one
+    says so)."""
+    value = on_h200("tuning_ladder.best", column, {"concurrency": concurrency}, digits)
+    return Value(value.dataset, value.column, value.where, value.options | {"drops_if_empty": True})
 
 
 def length(column: str, setting: str, digits: int = 0, spread: bool = False) -> Value:
@@ -93,8 +96,10 @@ topic("tuning", facts=FIGURES | {
     "gain_256": best("best_gain", 256, 2),
     "unchanged_256": best("unchanged", 256),
     "worse_256": best("worse", 256),
+    "no_best_256": Absent("best_256"),
     "best_64": best("best_added", 64),
     "gain_64": best("best_gain", 64, 2),
+    "no_best_64": Absent("best_64"),
     "kv_4k": length("kv_cache_tokens", "4096"),
     "kv_own": length("kv_cache_tokens", "model's own"),
     "kv_4k_vs_own": Ratio("kv_4k", "~", "kv_own"),
@@ -162,8 +167,8 @@ topic("tuning", facts=FIGURES | {
     Question(
         ask={"zh": "从 vLLM 的默认设置出发，先改哪一项收获最大？",
              "en": "Starting from vLLM's defaults, which change buys the most?"},
-        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}；{unchanged_256} 在那里分不出变化，{worse_256} 让吞吐变低。64 个在途时收获最大的是 {best_64}（{gain_64}）；先试收获最大的那一项。",
-                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before; {unchanged_256} made no measurable difference there, and {worse_256} lowered throughput. At 64 in flight the most came from {best_64} ({gain_64}); try the change that bought most first."},
+        answer={"zh": "256 个请求在途时收获最大的一级是 {best_256}：输出吞吐是上一级的 {gain_256}，先试这一项。{no_best_256}256 个在途时没有哪一级让输出吞吐可测地升高。{unchanged_256} 在那里分不出变化。{worse_256} 让吞吐变低。64 个在途时收获最大的是 {best_64}（{gain_64}）。{no_best_64}64 个在途时没有哪一级让吞吐可测地升高。",
+                "en": "At 256 requests in flight the rung that bought most was {best_256}: {gain_256} the output throughput of the rung before; try it first. {no_best_256}No rung raised output throughput measurably at 256 in flight. {unchanged_256} made no measurable difference there. {worse_256} lowered throughput. At 64 in flight the most came from {best_64} ({gain_64}). {no_best_64}At 64 in flight no rung raised it measurably."},
         conditions={"zh": "H200 上的 Qwen3-8B，默认模式，虚拟权重；每个请求约 1k token 输入（其中一半是共享的系统提示）、256 个输出 token，每个负载三轮。",
                     "en": "Qwen3-8B on one H200, default mode, dummy weights; about 1k tokens in per request (half of them a shared system prompt), 256 out, three rounds at each load."},
         figure="ladder",

@@ -43,6 +43,8 @@ class Answers:
                                 digits=spec.digits, show=spec.show, varies=spec.varies)
         if isinstance(spec, facts.Product):
             return self._product(found, short, spec)
+        if isinstance(spec, facts.Absent):
+            return self._absent(found, spec)
         if isinstance(spec, facts.Shown):
             return getattr(self, spec.kind)(spec.dataset, **spec.options_in(self.lang))
         return self.value(spec.dataset, spec.column, key=f"{found.name}.{short}", **spec.options, **spec.where)
@@ -77,6 +79,18 @@ class Answers:
         text = with_unit(format_number(number, self.lang, spec.digits), unit_label(spec.unit, self.lang), self.lang)
         return (f'<span class="claim-value claim-measured claim-product claim-number" title="{title_attr_value(words)}">'
                 f"{html.escape(text)}</span>{guard}{links}")
+
+    def _absent(self, found: facts.Topic, spec: facts.Absent) -> str:
+        """Nothing; asks its sentence to drop itself unless ``spec.fact`` was measured empty (rendered here, unshown,
+        where no sentence above cited it)."""
+        key = f"{found.name}.{spec.fact}"
+        if key not in self.empty_cells and not any(c.key == key for c in self.claims):
+            drops = self.sentence_drops
+            self._fact_html(found, spec.fact)
+            self.sentence_drops = drops
+        if key not in self.empty_cells:
+            self.sentence_drops += 1
+        return ""
 
     def answers(self, topic: str) -> str:
         """The block a topic page opens with: the questions it settles, each answered from the topic's facts and
@@ -132,13 +146,17 @@ class Answers:
         that is not measured; and whether any was left out."""
         kept, missing = [], False
         for sentence in facts.sentences(text, self.lang) if text else []:
-            start = len(self.claims)
+            start, drops = len(self.claims), self.sentence_drops
             parts = facts.SLOT.sub(lambda m: "\0" + m.group(1) + "\0", sentence).split("\0")  # odd: a fact's name
-            html_out = "".join(flags_as_code(html.escape(part)) if i % 2 == 0 else self._fact_html(found, part)
-                               for i, part in enumerate(parts))
+            self.in_sentence = True
+            try:
+                html_out = "".join(flags_as_code(html.escape(part)) if i % 2 == 0 else self._fact_html(found, part)
+                                   for i, part in enumerate(parts))
+            finally:
+                self.in_sentence = False
             if any(c.status == "not_measured" for c in self.claims[start:]):
                 missing = True
-            else:
+            elif self.sentence_drops == drops:  # else: a value measured empty, or an Absent one not, dropped it
                 kept.append(html_out)
         return kept, missing
 

@@ -59,6 +59,11 @@ class RendererBase:
     verdicts_shown: list = field(default_factory=list)
     verdict_anchors: dict = field(default_factory=dict)  # verdict id → the id of the answer note that compares it
     missing_said: set = field(default_factory=set)  # (dataset, env) whose "no data yet" note this page already shows
+    # An answer sentence being rendered (value(drops_if_empty=True) may drop it), the values measured empty, and how
+    # many times a sentence was asked to drop itself (see Answers._sentences_html)
+    in_sentence: bool = False
+    empty_cells: set = field(default_factory=set)
+    sentence_drops: int = 0
 
     # ---- helpers -------------------------------------------------------------------------
     def _remember(self, key: str, number) -> None:

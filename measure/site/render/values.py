@@ -38,6 +38,7 @@ class Values:
         show_range: bool = False,
         round_down: bool = False,
         expect=None,
+        drops_if_empty: bool = False,
         **where,
     ) -> str:
         """One number from one row. ``source`` is ``measured`` (ours, best environment first) or ``cited``;
@@ -49,7 +50,9 @@ class Values:
         row records the figure's range (``COLUMN_min``/``COLUMN_max``), the tooltip gives it, and ``show_range``
         prints it after the figure. ``round_down`` cuts it to ``digits`` instead of rounding: a count of what fits
         (190.97 requests fit 190, not 191). ``expect``: the value a sentence's words rely on ("No: HTTP 200"); any
-        other value fails the build, as compare() does for a ratio."""
+        other value fails the build, as compare() does for a ratio. ``drops_if_empty``: an empty cell in the row means
+        "none" (the rung that bought most, where none did), and the answer sentence citing it drops itself (a
+        facts.Absent sentence says it instead); anywhere else an empty cell fails the build."""
         if source not in ("measured", "cited"):
             raise UnknownName(f"source must be 'measured' or 'cited', not {source!r}")
         schema = self.store.schema(dataset)
@@ -70,6 +73,13 @@ class Values:
                     f"{self.page}: selector {where} matches {len(rows)} rows of {dataset!r} in {candidate.name};"
                     f" add key columns ({', '.join(schema.key)}) to pick one"
                 )
+            if len(rows) == 1 and drops_if_empty and pd.isna(rows.iloc[0][column]):
+                if not self.in_sentence:
+                    raise SchemaError(f"{self.page}: {dataset}.{column} where {where} is empty in {candidate.name}; "
+                                      "drops_if_empty works only in an answer's sentence, which it drops")
+                self.empty_cells.add(claim_key)
+                self.sentence_drops += 1
+                return ""
             if len(rows) == 0 or pd.isna(rows.iloc[0][column]):
                 continue
             raw = rows.iloc[0][column]
