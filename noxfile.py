@@ -214,4 +214,4 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-ra", "--durations=20", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
                 "-m", "not timing",
                 *session.posargs, success_codes=ok)
-    session.run("pytest", "-ra", "-m", "timing", *session.posargs, success_codes=ok)
+    session.run("pytest", "-ra", "--durations=10", "-m", "timing", *session.posargs, success_codes=ok)
