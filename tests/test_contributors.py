@@ -75,6 +75,6 @@ def test_every_file_that_starts_vllm_declares_its_cost_for_the_two_ci_workers():
     handed out last and could leave one worker idle for its whole length."""
     from conftest import SLOW_FILES
 
-    starts_vllm = {path.name for path in (REPO / "tests").glob("test_*.py")
-                   if "pytest.mark.vllm" in path.read_text() and "pytest.mark.timing]" not in path.read_text()}
+    texts = {path.name: path.read_text() for path in (REPO / "tests").glob("test_*.py")}
+    starts_vllm = {name for name, text in texts.items() if "pytest.mark.vllm" in text and "pytest.mark.timing]" not in text}
     assert starts_vllm - set(SLOW_FILES) == set(), "add these files to SLOW_FILES with their seconds in CI"

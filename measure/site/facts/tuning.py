@@ -7,17 +7,17 @@ H200 = "gpu-1x-nvidia-h200"
 CPU = "cpu-2c-x86-64"
 
 
-def on_h200(dataset: str, column: str, where: dict, digits: int | None = None, spread: bool = False) -> Value:
+def on_h200(dataset: str, column: str, where: dict, digits: int | None = None, spread: bool = False,
+            **more) -> Value:
     """A figure of the H200 (its loads and sizes are the GPU profile's, which the CPU stand-in's data lack)."""
     options = {"env": H200, "missing_ok": True} | ({"digits": digits} if digits is not None else {}) | ({"show_range": True} if spread else {})
-    return Value(dataset, column, where, options)
+    return Value(dataset, column, where, options | more)
 
 
 def best(column: str, concurrency: int, digits: int | None = None) -> Value:
     """A cell of the ladder's verdict at one load; empty means no rung (its sentence drops itself, an Absent one
     says so)."""
-    value = on_h200("tuning_ladder.best", column, {"concurrency": concurrency}, digits)
-    return Value(value.dataset, value.column, value.where, value.options | {"drops_if_empty": True})
+    return on_h200("tuning_ladder.best", column, {"concurrency": concurrency}, digits, drops_if_empty=True)
 
 
 def length(column: str, setting: str, digits: int = 0, spread: bool = False) -> Value:
